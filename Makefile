@@ -1,0 +1,30 @@
+# The two commands a newcomer runs: `make demo` (the main job) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: test demo lint typecheck bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	PIP_CONSTRAINT=constraints.txt $(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy src
+
+test: lint typecheck
+	$(BIN)/python -m pytest
+
+demo: $(STAMP)
+	$(BIN)/python examples/quickstart.py
+
+bench: $(STAMP)
+	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

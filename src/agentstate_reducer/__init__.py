@@ -1,0 +1,24 @@
+"""agentstate-reducer: bound an agent's message history without breaking tool-call pairs."""
+
+from __future__ import annotations
+
+__all__ = (
+    "Background",
+    "ConfigError",
+    "DEFAULT_NAMESPACE_KEY",
+    "MessageFormatError",
+    "MessageReducer",
+    "ReducerConfig",
+    "ReducerError",
+    "ReducerResult",
+    "RememberFn",
+    "default_summary_messages_factory",
+    "resolve_token_counter",
+)
+
+from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
+from .errors import ConfigError, MessageFormatError, ReducerError
+from .hooks import Background
+from .reducer import MessageReducer
+from .summary import default_summary_messages_factory
+from .tokens import resolve_token_counter

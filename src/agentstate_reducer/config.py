@@ -1,0 +1,160 @@
+"""Configuration and result types, validated on construction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = (
+    "DEFAULT_NAMESPACE_KEY",
+    "ReducerConfig",
+    "ReducerResult",
+    "RememberFn",
+    "SummarizeFn",
+    "SummaryFactory",
+    "TokenCounterLike",
+)
+
+#: Key that framework integrations read from a run's ``configurable`` to find the namespace.
+DEFAULT_NAMESPACE_KEY = "memory_namespace"
+
+#: An ``on_prune`` hook: ``(pruned_messages, namespace) -> Any`` (may be async with ``areduce``).
+RememberFn = Callable[[list[Any], Any], Any]
+#: ``summarize_fn(pruned_messages) -> str`` (may be async with ``areduce``).
+SummarizeFn = Callable[[list[Any]], Any]
+#: ``summary_message_factory(summary_text, pruned_count) -> list of messages``.
+SummaryFactory = Callable[[str, int], list[Any]]
+#: A per-message counter, ``"approximate"``, ``"tiktoken"``, or an object with
+#: ``get_num_tokens_from_messages`` (a LangChain chat model).
+TokenCounterLike = Any
+
+_START_ON = (None, "human")
+
+
+def _check_count(name: str, value: object, *, allow_none: bool) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        expected = "an int or None" if allow_none else "an int"
+        raise ConfigError(f"{name} must be {expected}, got {value!r}")
+    if value < 0:
+        raise ConfigError(f"{name} must be >= 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ReducerConfig:
+    """Every option of a :class:`~agentstate_reducer.MessageReducer`, validated on construction.
+
+    Count mode prunes when there are more than ``max_messages`` messages; token mode
+    (``max_tokens`` set, takes precedence) prunes when the total exceeds ``max_tokens``
+    and keeps the longest recent tail that fits ``target_tokens``.
+
+    Raises:
+        ConfigError: a field is invalid (a ``ValueError``); the message names it.
+    """
+
+    min_messages: int = 10
+    max_messages: int | None = 20
+    max_tokens: int | None = None
+    target_tokens: int | None = None
+    token_counter: TokenCounterLike | None = None
+    preserve_first: bool = True
+    cascade_tool_messages: bool = True
+    summarize_fn: SummarizeFn | None = None
+    inject_summary: bool = False
+    summary_message_factory: SummaryFactory | None = None
+    on_prune: list[RememberFn] = field(default_factory=list)
+    namespace_key: str = DEFAULT_NAMESPACE_KEY
+    dedupe_on_prune: bool = True
+    dedupe_window: int = 10_000
+    #: ``"human"``: prune further until the kept tail starts with a human message.
+    start_on: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_count("min_messages", self.min_messages, allow_none=False)
+        _check_count("max_messages", self.max_messages, allow_none=True)
+        _check_count("max_tokens", self.max_tokens, allow_none=True)
+        _check_count("target_tokens", self.target_tokens, allow_none=True)
+        if self.max_tokens is not None:
+            if self.max_tokens <= 0:
+                raise ConfigError(f"max_tokens must be > 0, got {self.max_tokens!r}")
+            if self.target_tokens is not None:
+                if self.target_tokens <= 0:
+                    raise ConfigError(f"target_tokens must be > 0, got {self.target_tokens!r}")
+                if self.target_tokens > self.max_tokens:
+                    raise ConfigError(
+                        f"target_tokens ({self.target_tokens!r}) must be <= max_tokens "
+                        f"({self.max_tokens!r})"
+                    )
+        elif self.target_tokens is not None:
+            raise ConfigError(
+                f"target_tokens={self.target_tokens!r} needs max_tokens; set max_tokens to "
+                "enable token mode"
+            )
+        elif self.max_messages is not None and self.min_messages > self.max_messages:
+            raise ConfigError(
+                f"min_messages ({self.min_messages!r}) must be <= max_messages "
+                f"({self.max_messages!r})"
+            )
+        if isinstance(self.dedupe_window, bool) or not isinstance(self.dedupe_window, int):
+            raise ConfigError(f"dedupe_window must be an int, got {self.dedupe_window!r}")
+        if self.dedupe_window < 1:
+            raise ConfigError(f"dedupe_window must be >= 1, got {self.dedupe_window!r}")
+        if self.summarize_fn is not None and not callable(self.summarize_fn):
+            raise ConfigError(f"summarize_fn must be callable, got {self.summarize_fn!r}")
+        if self.inject_summary and self.summarize_fn is None:
+            raise ConfigError("inject_summary=True needs summarize_fn to produce the summary")
+        if self.summary_message_factory is not None and not callable(
+            self.summary_message_factory
+        ):
+            raise ConfigError(
+                f"summary_message_factory must be callable, got {self.summary_message_factory!r}"
+            )
+        if not isinstance(self.on_prune, Sequence) or isinstance(self.on_prune, (str, bytes)):
+            raise ConfigError(f"on_prune must be a list of callables, got {self.on_prune!r}")
+        for i, hook in enumerate(self.on_prune):
+            if not callable(hook):
+                raise ConfigError(f"on_prune[{i}] must be callable, got {hook!r}")
+        object.__setattr__(self, "on_prune", list(self.on_prune))
+        counter = self.token_counter
+        if not (
+            counter is None
+            or callable(counter)
+            or counter in ("approximate", "tiktoken")
+            or callable(getattr(counter, "get_num_tokens_from_messages", None))
+        ):
+            raise ConfigError(
+                f"token_counter must be a callable, 'approximate', 'tiktoken' or a chat model "
+                f"with get_num_tokens_from_messages, got {counter!r}"
+            )
+        if not isinstance(self.namespace_key, str) or not self.namespace_key:
+            raise ConfigError(
+                f"namespace_key must be a non-empty string, got {self.namespace_key!r}"
+            )
+        if self.start_on not in _START_ON:
+            raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
+
+    @property
+    def token_mode(self) -> bool:
+        """True when ``max_tokens`` is set (token mode takes precedence)."""
+        return self.max_tokens is not None
+
+    @property
+    def effective_target_tokens(self) -> int | None:
+        """``target_tokens``, defaulting to ``max_tokens``."""
+        return self.target_tokens if self.target_tokens is not None else self.max_tokens
+
+
+@dataclass(frozen=True)
+class ReducerResult:
+    """What one ``reduce()`` returned."""
+
+    #: Messages that remain, in order (with the summary block when injected).
+    surviving: list[Any]
+    #: Messages that were removed, in their original order; never deduplicated.
+    pruned: list[Any]
+    #: The text ``summarize_fn`` returned, or ``None``.
+    summary: str | None = None

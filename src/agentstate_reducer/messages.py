@@ -1,0 +1,323 @@
+"""The adapter: every message shape read through one small view.
+
+Shapes understood: LangChain message objects (and their ``*Chunk`` classes,
+``ChatMessage(role=...)``), duck-typed objects with ``type`` or ``role``,
+OpenAI chat dicts, LangChain dicts (``{"role"|"type": ...}``, ``messages_to_dict``
+output ``{"type", "data"}`` and ``dumpd`` output ``{"lc", "type": "constructor"}``)
+and Anthropic dicts with content blocks (``tool_use`` / ``tool_result``).
+
+This is the only module that knows role aliases, where tool-call ids live and
+how text is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from .errors import MessageFormatError
+
+__all__ = (
+    "AI",
+    "FUNCTION",
+    "HUMAN",
+    "PRUNABLE_ROLES",
+    "SYSTEM",
+    "TOOL",
+    "MessageParts",
+    "MessageView",
+    "message_id",
+    "message_parts",
+    "normalize_role",
+    "read_message",
+    "read_messages",
+)
+
+HUMAN = "human"
+AI = "ai"
+SYSTEM = "system"
+TOOL = "tool"
+FUNCTION = "function"
+#: Roles the window may remove directly; every other role is kept unless cascaded.
+PRUNABLE_ROLES = frozenset({HUMAN, AI})
+
+_ALIASES: dict[str, str] = {
+    "human": HUMAN,
+    "user": HUMAN,
+    "humanmessage": HUMAN,
+    "humanmessagechunk": HUMAN,
+    "ai": AI,
+    "assistant": AI,
+    "agent": AI,
+    "model": AI,
+    "aimessage": AI,
+    "aimessagechunk": AI,
+    "system": SYSTEM,
+    "developer": SYSTEM,
+    "systemmessage": SYSTEM,
+    "systemmessagechunk": SYSTEM,
+    "tool": TOOL,
+    "toolmessage": TOOL,
+    "toolmessagechunk": TOOL,
+    "function": FUNCTION,
+    "functionmessage": FUNCTION,
+    "functionmessagechunk": FUNCTION,
+}
+_CHAT_TYPES = frozenset({"chat", "chatmessage", "chatmessagechunk"})
+_MEDIA_BLOCKS = frozenset(
+    {"image", "image_url", "input_image", "audio", "input_audio", "file", "document", "video"}
+)
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+
+
+class MessageView(NamedTuple):
+    """What the pruning rules need to know about one message."""
+
+    #: Normalised role: ``human``, ``ai``, ``system``, ``tool``, ``function``,
+    #: or the raw role lower-cased when it is unknown (kept, never pruned).
+    role: str
+    #: The message id as a string, or ``None``.
+    id: str | None
+    #: Ids of the tool calls this message issues (ai messages).
+    calls: tuple[str, ...]
+    #: Ids of the tool calls this message answers (tool results).
+    answers: tuple[str, ...]
+
+
+class MessageParts(NamedTuple):
+    """Everything of a message that a chat API bills for, as text."""
+
+    role: str
+    name: str | None
+    texts: tuple[str, ...]
+    #: ``(name, arguments as JSON text)`` per tool call issued.
+    tool_calls: tuple[tuple[str, str], ...]
+    tool_call_id: str | None
+    #: Images, audio and files, counted by item rather than by byte length.
+    media: int
+
+
+def normalize_role(raw: object) -> str:
+    """Map a role, type or class name onto the canonical role (unknown: lower-cased)."""
+    if not isinstance(raw, str):
+        return ""
+    key = raw.lower()
+    return _ALIASES.get(key, key)
+
+
+def _as_id(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _payload(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], object]:
+    """Return the mapping holding a dict message's fields, and its raw role."""
+    role = message.get("role")
+    if role is not None:
+        return message, role
+    kind = message.get("type")
+    if kind == "constructor":
+        kwargs = message.get("kwargs")
+        ident = message.get("id")
+        cls = ident[-1] if isinstance(ident, list) and ident else None
+        if isinstance(kwargs, Mapping):
+            if isinstance(cls, str) and cls.lower() in _CHAT_TYPES:
+                return kwargs, kwargs.get("role")
+            return kwargs, cls
+        return message, cls
+    data = message.get("data")
+    if isinstance(data, Mapping) and "content" in data:
+        if isinstance(kind, str) and kind.lower() in _CHAT_TYPES:
+            return data, data.get("role")
+        return data, kind
+    return message, kind
+
+
+def _get(message: Any, key: str) -> Any:
+    return message.get(key) if isinstance(message, Mapping) else getattr(message, key, None)
+
+
+def _call_ids(calls: object) -> Iterator[str]:
+    if not isinstance(calls, (list, tuple)):
+        return
+    for call in calls:
+        ident = _as_id(_get(call, "id"))
+        if ident is not None:
+            yield ident
+
+
+def _block_ids(content: object, block_type: str, key: str) -> Iterator[str]:
+    if not isinstance(content, (list, tuple)):
+        return
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") == block_type:
+            ident = _as_id(block.get(key))
+            if ident is not None:
+                yield ident
+
+
+def _dedupe(ids: Iterator[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(ids))
+
+
+def _view(fields: Any, role: str, ident: str | None) -> MessageView:
+    calls: tuple[str, ...] = ()
+    answers: tuple[str, ...] = ()
+    if role == AI:
+        content = _get(fields, "content")
+        found = list(_call_ids(_get(fields, "tool_calls")))
+        found.extend(_call_ids(_get(fields, "invalid_tool_calls")))
+        if isinstance(content, list):
+            found.extend(_block_ids(content, "tool_use", "id"))
+        if not found and not isinstance(fields, Mapping):
+            # LangChain objects built from raw provider output keep calls here.
+            extra = getattr(fields, "additional_kwargs", None)
+            if isinstance(extra, Mapping):
+                found.extend(_call_ids(extra.get("tool_calls")))
+        if found:
+            calls = _dedupe(iter(found))
+    elif role == TOOL:
+        answer = _as_id(_get(fields, "tool_call_id"))
+        if answer is not None:
+            answers = (answer,)
+    elif role == HUMAN:
+        content = _get(fields, "content")
+        if isinstance(content, list):
+            answers = _dedupe(_block_ids(content, "tool_result", "tool_use_id"))
+    return MessageView(role, ident, calls, answers)
+
+
+def read_message(message: object, index: int = 0) -> MessageView:
+    """Read one message into a :class:`MessageView`.
+
+    Raises:
+        MessageFormatError: ``message`` is neither a dict nor an object with
+            ``type`` or ``role``; the error names ``index``.
+    """
+    if isinstance(message, Mapping):
+        fields, raw = _payload(message)
+        return _view(fields, normalize_role(raw), _as_id(fields.get("id")))
+    raw = getattr(message, "type", None)
+    if raw is None:
+        raw = getattr(message, "role", None)
+        if raw is None:
+            raise MessageFormatError(
+                f"message at index {index} is a {type(message).__name__!s} with neither "
+                f"'type' nor 'role' (got {message!r:.80}); expected a dict or a message object"
+            )
+    role = normalize_role(raw)
+    if role in _CHAT_TYPES:
+        role = normalize_role(getattr(message, "role", None))
+    elif role not in _ALIASES.values() and isinstance(getattr(message, "role", None), str):
+        role = normalize_role(message.role)  # type: ignore[attr-defined]
+    return _view(message, role, _as_id(getattr(message, "id", None)))
+
+
+def read_messages(messages: list[Any]) -> list[MessageView]:
+    """Read every message, in order; errors name the offending index."""
+    return [read_message(m, i) for i, m in enumerate(messages)]
+
+
+def message_id(message: object) -> str | None:
+    """The id of a message of any shape, or ``None``."""
+    if isinstance(message, Mapping):
+        return _as_id(_payload(message)[0].get("id"))
+    return _as_id(getattr(message, "id", None))
+
+
+def _json(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _content_parts(content: object, texts: list[str]) -> int:
+    """Append the text of ``content`` to ``texts``; return its media item count."""
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        if content:
+            texts.append(content)
+        return 0
+    if isinstance(content, Mapping):
+        content = [content]
+    if not isinstance(content, (list, tuple)):
+        texts.append(str(content))
+        return 0
+    media = 0
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+            continue
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind in _TEXT_BLOCKS or (kind is None and "text" in block):
+            text = block.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+        elif kind in _MEDIA_BLOCKS:
+            media += 1
+        elif kind == "tool_use":
+            name = block.get("name")
+            if isinstance(name, str):
+                texts.append(name)
+            texts.append(_json(block.get("input", {})))
+        elif kind == "tool_result":
+            media += _content_parts(block.get("content"), texts)
+        elif kind in ("thinking", "reasoning"):
+            text = block.get("thinking", block.get("reasoning", block.get("text")))
+            if isinstance(text, str):
+                texts.append(text)
+        elif kind == "json":
+            texts.append(_json(block.get("json")))
+    return media
+
+
+def _tool_calls(fields: Any) -> tuple[tuple[str, str], ...]:
+    calls = _get(fields, "tool_calls")
+    if not calls and not isinstance(fields, Mapping):
+        extra = getattr(fields, "additional_kwargs", None)
+        if isinstance(extra, Mapping):
+            calls = extra.get("tool_calls")
+    out: list[tuple[str, str]] = []
+    if isinstance(calls, (list, tuple)):
+        for call in calls:
+            function = _get(call, "function")
+            if function is not None:  # OpenAI: {"function": {"name", "arguments"}}
+                name, args = _get(function, "name"), _get(function, "arguments")
+            else:  # LangChain: {"name", "args"}
+                name, args = _get(call, "name"), _get(call, "args")
+            out.append((name if isinstance(name, str) else "", _json(args or {})))
+    legacy = _get(fields, "function_call")
+    if legacy is None and not isinstance(fields, Mapping):
+        extra = getattr(fields, "additional_kwargs", None)
+        if isinstance(extra, Mapping):
+            legacy = extra.get("function_call")
+    if legacy is not None:
+        name = _get(legacy, "name")
+        out.append((name if isinstance(name, str) else "", _json(_get(legacy, "arguments") or "")))
+    return tuple(out)
+
+
+def message_parts(message: object, index: int = 0) -> MessageParts:
+    """Read the billable parts of one message (text, tool calls, media count)."""
+    view = read_message(message, index)
+    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    texts: list[str] = []
+    media = _content_parts(_get(fields, "content"), texts)
+    name = _get(fields, "name")
+    call_id = _get(fields, "tool_call_id")
+    return MessageParts(
+        role=view.role,
+        name=name if isinstance(name, str) and name else None,
+        texts=tuple(texts),
+        tool_calls=_tool_calls(fields),
+        tool_call_id=_as_id(call_id),
+        media=media,
+    )

@@ -1,0 +1,240 @@
+"""The pure pruning plan: message views + token counts + config -> which indices go, and why.
+
+No I/O, no framework imports, no callbacks. Every pruning rule of the package lives
+here; the shell (``reducer.py``), ``trim.py`` and the CLI call it and never
+re-implement it.
+
+Laws (tested with hypothesis):
+
+* ``pruned`` is a sorted subset of ``range(len(views))``; survivors keep their order.
+* With ``preserve_first``, index 0 is never pruned.
+* With ``cascade_tool_messages``, no surviving message answers a tool call that no
+  earlier surviving message issued.
+* Idempotence: planning the survivors again (without summary injection) prunes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .config import ReducerConfig
+from .messages import AI, HUMAN, PRUNABLE_ROLES, SYSTEM, TOOL, MessageView
+
+__all__ = (
+    "CASCADE",
+    "NEVER_PRUNED",
+    "ORPHAN",
+    "PRESERVED_FIRST",
+    "RECENT",
+    "START_ON",
+    "UNDER_THRESHOLD",
+    "WINDOW",
+    "Plan",
+    "make_plan",
+)
+
+# Reasons a message is pruned.
+WINDOW = "in window"
+CASCADE = "cascade"
+ORPHAN = "orphaned tool result"
+START_ON = "start_on"
+# Reasons a message is kept.
+PRESERVED_FIRST = "preserved first"
+RECENT = "recent tail"
+NEVER_PRUNED = "never-pruned role"
+UNDER_THRESHOLD = "under threshold"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The outcome of planning one reduce: pruned indices and the reason for each."""
+
+    #: Number of messages planned over.
+    size: int
+    #: Pruned indices, ascending.
+    pruned: tuple[int, ...]
+    #: ``index -> (reason, related index or None)`` for every pruned index; for
+    #: ``CASCADE`` the related index is the ai message whose call it answered.
+    why: dict[int, tuple[str, int | None]] = field(default_factory=dict)
+    #: Whether the threshold was exceeded (pruning may still remove nothing).
+    triggered: bool = False
+    #: First index the window may touch (1 with ``preserve_first``, else 0).
+    start: int = 0
+    #: End of the window: messages at or after it form the recent tail.
+    cut: int = 0
+    #: Total tokens before pruning (token mode), else ``None``.
+    total_tokens: int | None = None
+    #: Total tokens of the survivors (token mode), else ``None``.
+    kept_tokens: int | None = None
+
+    @property
+    def insert_at(self) -> int:
+        """Where a summary block goes in the surviving list: where the pruned block was."""
+        return self.pruned[0] if self.pruned else self.start
+
+    def reason(self, index: int) -> tuple[str, int | None]:
+        """Why ``index`` was pruned or kept, as ``(reason, related index or None)``."""
+        if index in self.why:
+            return self.why[index]
+        if index < self.start:
+            return (PRESERVED_FIRST, None)
+        if not self.triggered:
+            return (UNDER_THRESHOLD, None)
+        if index >= self.cut:
+            return (RECENT, None)
+        return (NEVER_PRUNED, None)
+
+
+def _link(views: Sequence[MessageView]) -> list[tuple[int | None, ...] | None]:
+    """For each message answering tool calls, the index of the latest earlier issuer of each."""
+    issued: dict[str, int] = {}
+    parents: list[tuple[int | None, ...] | None] = [None] * len(views)
+    for j, view in enumerate(views):
+        if view.answers:
+            parents[j] = tuple(issued.get(a) for a in view.answers)
+        for call in view.calls:
+            issued[call] = j
+    return parents
+
+
+def _cascade(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    pruned: bytearray,
+    why: dict[int, tuple[str, int | None]],
+    begin: int,
+    start: int,
+) -> None:
+    """Prune every result of a pruned call, and every result whose call was never issued."""
+    for j in range(max(begin, start), len(views)):
+        links = parents[j]
+        if links is None or pruned[j]:
+            continue
+        for parent in links:
+            if parent is None:
+                pruned[j] = 1
+                why[j] = (ORPHAN, None)
+                break
+            if pruned[parent]:
+                pruned[j] = 1
+                why[j] = (CASCADE, parent)
+                break
+
+
+def _token_cut(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    counts: Sequence[int],
+    start: int,
+    target: int,
+    cascade: bool,
+) -> int:
+    """Smallest ``cut`` whose tail ``[cut, n)`` fits ``target`` with everything kept before it."""
+    n = len(views)
+    fixed = bytearray(n)
+    need = sum(counts[:start])
+    for i in range(start, n):
+        view = views[i]
+        links = parents[i]
+        if links is not None:
+            # A result is kept before the cut only if its call is kept for sure.
+            keep = not cascade or all(p is not None and p < start for p in links)
+        else:
+            keep = view.role not in PRUNABLE_ROLES
+        if keep:
+            fixed[i] = 1
+            need += counts[i]
+    cut = n
+    while cut > start:
+        cost = 0 if fixed[cut - 1] else counts[cut - 1]
+        if need + cost > target:
+            break
+        need += cost
+        cut -= 1
+    return cut
+
+
+def _extend_to_human(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    pruned: bytearray,
+    why: dict[int, tuple[str, int | None]],
+    start: int,
+) -> int:
+    """Prune until the first kept non-system message after ``start`` is a human turn.
+
+    Returns the first index pruned here, or ``len(views)`` when none was.
+    """
+    first = len(views)
+    for i in range(start, len(views)):
+        if pruned[i]:
+            continue
+        view = views[i]
+        if view.role == SYSTEM:
+            continue
+        if view.role == HUMAN and parents[i] is None:
+            break
+        if view.role != AI and not (view.role in (TOOL, HUMAN) and parents[i] is not None):
+            break  # a role the window may never remove: stop rather than break the rule
+        pruned[i] = 1
+        why[i] = (START_ON, None)
+        first = min(first, i)
+    return first
+
+
+def make_plan(
+    views: Sequence[MessageView],
+    config: ReducerConfig,
+    counts: Sequence[int] | None = None,
+) -> Plan:
+    """Decide which messages to prune.
+
+    Args:
+        views: one :class:`MessageView` per message, in order.
+        config: the reducer configuration.
+        counts: per-message token counts; required in token mode, ignored otherwise.
+
+    Returns:
+        A :class:`Plan` (pruned indices ascending, with reasons).
+    """
+    n = len(views)
+    start = 1 if config.preserve_first and n else 0
+    total = kept = None
+    if config.max_tokens is not None:
+        if counts is None or len(counts) != n:
+            raise ValueError("token mode needs one token count per message")
+        total = sum(counts)
+        if total <= config.max_tokens:
+            return Plan(n, (), start=start, cut=start, total_tokens=total, kept_tokens=total)
+    elif config.max_messages is None or n <= config.max_messages:
+        return Plan(n, (), start=start, cut=start)
+
+    parents = _link(views)
+    cascade = config.cascade_tool_messages
+    if counts is not None and config.max_tokens is not None:
+        target = config.effective_target_tokens
+        assert target is not None
+        cut = _token_cut(views, parents, counts, start, target, cascade)
+    else:
+        cut = max(start, n - config.min_messages)
+
+    pruned = bytearray(n)
+    why: dict[int, tuple[str, int | None]] = {}
+    for i in range(start, cut):
+        view = views[i]
+        if view.role in PRUNABLE_ROLES and parents[i] is None:
+            pruned[i] = 1
+            why[i] = (WINDOW, None)
+    if cascade:
+        _cascade(views, parents, pruned, why, start, start)
+    if config.start_on == HUMAN and why:
+        first = _extend_to_human(views, parents, pruned, why, start)
+        if cascade and first < n:
+            # The head it stops at is a plain human turn, which no cascade removes.
+            _cascade(views, parents, pruned, why, first, start)
+
+    indices = tuple(i for i in range(n) if pruned[i])
+    if counts is not None and total is not None:
+        kept = total - sum(counts[i] for i in indices)
+    return Plan(n, indices, why, True, start, cut, total, kept)

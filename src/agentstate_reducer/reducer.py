@@ -1,0 +1,252 @@
+"""MessageReducer: the adapter, the pure plan, then the effects (summary, hooks), sync or async."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .config import ReducerConfig, ReducerResult
+from .hooks import DeliveryLedger
+from .messages import read_messages
+from .plan import Plan, make_plan
+from .summary import default_summary_messages_factory, match_shape
+from .tokens import TokenCounter, resolve_token_counter
+
+__all__ = ("MessageReducer", "as_message_list")
+
+logger = logging.getLogger("agentstate_reducer")
+
+
+def as_message_list(value: Any) -> list[Any]:
+    """``None`` -> ``[]``, a list or tuple -> a new list, anything else -> a one-item list.
+
+    A lone dict is one message, never a sequence of its keys.
+    """
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _is_async(fn: object) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - async callable objects
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+class MessageReducer:
+    """Bound a message history by count or tokens without splitting tool calls from results.
+
+    Laws, for a reducer without summary injection (tested):
+
+    * ``reduce(existing, new).surviving + pruned`` is an order-preserving partition of
+      ``existing + new``;
+    * ``reduce(reduce(xs).surviving).pruned == []`` (idempotence);
+    * with ``cascade_tool_messages``, no surviving tool result lacks its call.
+
+    Args:
+        min_messages: messages to keep after a count-mode prune.
+        max_messages: prune when there are more messages than this (``None``: never).
+        config: a :class:`ReducerConfig`; overrides ``min_messages``/``max_messages``.
+
+    Example:
+        >>> reducer = MessageReducer(min_messages=2, max_messages=4)
+        >>> history = [{"role": "system", "content": "be brief"}] + [
+        ...     {"role": "user", "content": str(i)} for i in range(5)]
+        >>> [m["content"] for m in reducer.reduce(existing=history).surviving]
+        ['be brief', '3', '4']
+    """
+
+    def __init__(
+        self,
+        min_messages: int = 0,
+        max_messages: int | None = None,
+        *,
+        config: ReducerConfig | None = None,
+    ) -> None:
+        if config is None:
+            config = ReducerConfig(min_messages=min_messages, max_messages=max_messages)
+        elif not isinstance(config, ReducerConfig):
+            raise TypeError(f"config must be a ReducerConfig, got {config!r}")
+        self.config = config
+        self._counter: TokenCounter | None = (
+            resolve_token_counter(config.token_counter) if config.token_mode else None
+        )
+        self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
+
+    def __repr__(self) -> str:
+        return f"MessageReducer(config={self.config!r})"
+
+    # -- the pure part -----------------------------------------------------------
+
+    def plan(self, messages: list[Any]) -> Plan:
+        """Plan a reduce of ``messages`` without running any effect."""
+        views = read_messages(messages)
+        counts = None
+        if self._counter is not None:
+            counts = self.count_tokens(messages)
+        return make_plan(views, self.config, counts)
+
+    def count_tokens(self, messages: list[Any]) -> list[int]:
+        """Per-message token counts with this reducer's counter."""
+        counter = self._counter or resolve_token_counter(self.config.token_counter)
+        return [int(counter(m)) for m in messages]
+
+    def _prepare(self, existing: Any, new: Any) -> tuple[list[Any], list[Any], list[Any], Plan]:
+        messages = as_message_list(existing) + as_message_list(new)
+        plan = self.plan(messages)
+        if not plan.pruned:
+            return messages, messages, [], plan
+        gone = set(plan.pruned)
+        surviving = [m for i, m in enumerate(messages) if i not in gone]
+        return messages, surviving, [messages[i] for i in plan.pruned], plan
+
+    def _check_sync(self) -> None:
+        named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(self.config.on_prune)]
+        for name, fn in [("summarize_fn", self.config.summarize_fn), *named]:
+            if fn is not None and _is_async(fn):
+                raise TypeError(
+                    f"{name} is async ({fn!r}); call 'await reducer.areduce(...)' instead of "
+                    "reduce()"
+                )
+
+    def _inject(self, surviving: list[Any], pruned: list[Any], plan: Plan, text: str) -> list[Any]:
+        factory = self.config.summary_message_factory
+        if factory is None:
+            block = match_shape(default_summary_messages_factory(text, len(pruned)), pruned[0])
+        else:
+            block = list(factory(text, len(pruned)))
+        at = plan.insert_at
+        return surviving[:at] + block + surviving[at:]
+
+    def _to_deliver(self, pruned: list[Any]) -> list[Any]:
+        if self._ledger is None:
+            return list(pruned)
+        return self._ledger.claim(pruned)
+
+    # -- sync --------------------------------------------------------------------
+
+    def reduce(self, existing: Any = None, new: Any = None, namespace: Any = None) -> ReducerResult:
+        """Concatenate ``existing + new`` and prune if over the threshold.
+
+        Args:
+            existing: the current history (a list, one message, or ``None``).
+            new: messages to append (a list, one message, or ``None``).
+            namespace: forwarded unchanged to every ``on_prune`` hook.
+
+        Returns:
+            A :class:`ReducerResult`; the inputs are never mutated.
+
+        Raises:
+            MessageFormatError: a message cannot be read (a ``TypeError`` naming its index).
+            TypeError: ``summarize_fn`` or a hook is async; use :meth:`areduce`.
+        """
+        self._check_sync()
+        messages, surviving, pruned, plan = self._prepare(existing, new)
+        if not pruned:
+            return ReducerResult(messages, [], None)
+        summary = None
+        if self.config.summarize_fn is not None:
+            summary = self._summarize(self.config.summarize_fn, pruned)
+        if summary is not None and self.config.inject_summary:
+            surviving = self._inject(surviving, pruned, plan, summary)
+        if self.config.on_prune:
+            deliver = self._to_deliver(pruned)
+            if deliver:
+                for i, hook in enumerate(self.config.on_prune):
+                    self._run_hook(i, hook, deliver, namespace)
+        return ReducerResult(surviving, pruned, summary)
+
+    @staticmethod
+    def _summarize(fn: Callable[[list[Any]], Any], pruned: list[Any]) -> str | None:
+        try:
+            text = fn(list(pruned))
+        except Exception:
+            logger.exception("agentstate-reducer: summarize_fn failed; no summary this time")
+            return None
+        if inspect.isawaitable(text):
+            close = getattr(text, "close", None)
+            if close is not None:
+                close()
+            raise TypeError(
+                "summarize_fn returned an awaitable; call 'await reducer.areduce(...)' instead"
+            )
+        return _as_summary(text)
+
+    @staticmethod
+    def _run_hook(i: int, hook: Callable[..., Any], pruned: list[Any], namespace: Any) -> None:
+        try:
+            result = hook(list(pruned), namespace)
+        except Exception:
+            logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
+            return
+        if inspect.isawaitable(result):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            raise TypeError(
+                f"on_prune[{i}] returned an awaitable; call 'await reducer.areduce(...)' instead"
+            )
+
+    # -- async -------------------------------------------------------------------
+
+    async def areduce(
+        self, existing: Any = None, new: Any = None, namespace: Any = None
+    ) -> ReducerResult:
+        """Async :meth:`reduce`: the same plan, awaiting async ``summarize_fn`` and hooks."""
+        messages, surviving, pruned, plan = self._prepare(existing, new)
+        if not pruned:
+            return ReducerResult(messages, [], None)
+        summary = None
+        fn = self.config.summarize_fn
+        if fn is not None:
+            try:
+                text = fn(list(pruned))
+                if inspect.isawaitable(text):
+                    text = await text
+                summary = _as_summary(text)
+            except Exception:
+                logger.exception("agentstate-reducer: summarize_fn failed; no summary this time")
+        if summary is not None and self.config.inject_summary:
+            surviving = self._inject(surviving, pruned, plan, summary)
+        if self.config.on_prune:
+            deliver = self._to_deliver(pruned)
+            if deliver:
+                for i, hook in enumerate(self.config.on_prune):
+                    try:
+                        result = hook(list(deliver), namespace)
+                        if inspect.isawaitable(result):
+                            await result
+                    except Exception:
+                        logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
+        return ReducerResult(surviving, pruned, summary)
+
+    # -- LangGraph ---------------------------------------------------------------
+
+    def as_langgraph_reducer(self) -> Callable[[Any, Any], list[Any]]:
+        """Return ``(existing, new) -> surviving`` for ``Annotated[list, fn]`` state fields.
+
+        Either argument may be ``None``, one message or a list.
+        """
+
+        def reduce_messages(existing: Any, new: Any) -> list[Any]:
+            return self.reduce(existing, new).surviving
+
+        reduce_messages.__name__ = "agentstate_reducer"
+        return reduce_messages
+
+
+def _as_summary(text: object) -> str | None:
+    if text is None:
+        return None
+    if isinstance(text, str):
+        return text
+    if isinstance(text, Mapping) or not isinstance(text, (int, float)):
+        content = getattr(text, "content", None)  # a chat model's message
+        if isinstance(content, str):
+            return content
+    return str(text)
