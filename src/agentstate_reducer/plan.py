@@ -130,28 +130,52 @@ def _token_cut(
     target: int,
     cascade: bool,
 ) -> int:
-    """Smallest ``cut`` whose tail ``[cut, n)`` fits ``target`` with everything kept before it."""
+    """Smallest ``cut`` whose survivors (kept prefix + tail ``[cut, n)``) fit ``target``.
+
+    Walks the cut back from the end one message at a time. A tool result only costs
+    tokens once every call it answers is kept, because until then the cascade removes
+    it; so the total is non-decreasing as the tail grows and the first failure is final.
+    """
     n = len(views)
-    fixed = bytearray(n)
     need = sum(counts[:start])
+    pending = [0] * n
+    waiting = bytearray(n)
+    children: dict[int, list[int]] = {}
+    plain = bytearray(n)
     for i in range(start, n):
-        view = views[i]
         links = parents[i]
-        if links is not None:
-            # A result is kept before the cut only if its call is kept for sure.
-            keep = not cascade or all(p is not None and p < start for p in links)
-        else:
-            keep = view.role not in PRUNABLE_ROLES
-        if keep:
-            fixed[i] = 1
+        if links is None:
+            if views[i].role in PRUNABLE_ROLES:
+                plain[i] = 1
+            else:
+                need += counts[i]
+            continue
+        if not cascade:
             need += counts[i]
+            continue
+        if None in links:
+            continue  # an orphan: pruned wherever it stands
+        live = {p for p in links if p is not None and p >= start}
+        if not live:
+            need += counts[i]
+            continue
+        pending[i] = len(live)
+        for p in live:
+            children.setdefault(p, []).append(i)
     cut = n
     while cut > start:
-        cost = 0 if fixed[cut - 1] else counts[cut - 1]
+        k = cut - 1
+        cost = counts[k] if plain[k] else 0
+        if pending[k]:
+            waiting[k] = 1
+        for child in children.get(k, ()):
+            pending[child] -= 1
+            if not pending[child] and waiting[child]:
+                cost += counts[child]
         if need + cost > target:
             break
         need += cost
-        cut -= 1
+        cut = k
     return cut
 
 

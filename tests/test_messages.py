@@ -1,0 +1,173 @@
+"""The adapter reads every message shape into the same view."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_to_dict,
+)
+from langchain_core.load import dumpd
+
+from agentstate_reducer import MessageFormatError
+from agentstate_reducer.messages import (
+    MessageView,
+    message_id,
+    message_parts,
+    normalize_role,
+    read_message,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "role"),
+    [
+        ("human", "human"),
+        ("user", "human"),
+        ("ai", "ai"),
+        ("assistant", "ai"),
+        ("agent", "ai"),
+        ("system", "system"),
+        ("developer", "system"),
+        ("tool", "tool"),
+        ("function", "function"),
+        ("HumanMessage", "human"),
+        ("AIMessageChunk", "ai"),
+        ("USER", "human"),
+        ("critic", "critic"),
+        (None, ""),
+    ],
+)
+def test_role_aliases(raw: object, role: str) -> None:
+    assert normalize_role(raw) == role
+
+
+def test_openai_dicts() -> None:
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+        ],
+    }
+    assert read_message(call) == MessageView("ai", None, ("c1", "c2"), ())
+    result = {"role": "tool", "tool_call_id": "c1", "content": "x"}
+    assert read_message(result) == MessageView("tool", None, (), ("c1",))
+    plain = {"role": "assistant", "content": "hi", "tool_calls": None, "id": "m1"}
+    assert read_message(plain) == MessageView("ai", "m1", (), ())
+
+
+def test_anthropic_blocks() -> None:
+    use = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "let me look"},
+            {"type": "tool_use", "id": "tu1", "name": "f", "input": {}},
+            {"type": "tool_use", "id": "tu2", "name": "f", "input": {}},
+        ],
+    }
+    assert read_message(use).calls == ("tu1", "tu2")
+    result = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "tu1", "content": "a"},
+            {"type": "tool_result", "tool_use_id": "tu2", "content": "b"},
+        ],
+    }
+    view = read_message(result)
+    assert view.role == "human"
+    assert view.answers == ("tu1", "tu2")
+
+
+def test_langchain_objects() -> None:
+    ai = AIMessage(content="", tool_calls=[{"id": "t1", "name": "f", "args": {}}], id="a1")
+    assert read_message(ai) == MessageView("ai", "a1", ("t1",), ())
+    assert read_message(ToolMessage(content="r", tool_call_id="t1")).answers == ("t1",)
+    assert read_message(HumanMessage(content="hi")).role == "human"
+    assert read_message(SystemMessage(content="s")).role == "system"
+    assert read_message(AIMessageChunk(content="x")).role == "ai"
+    assert read_message(FunctionMessage(content="x", name="f")).role == "function"
+    assert read_message(ChatMessage(content="x", role="user")).role == "human"
+    assert read_message(ChatMessage(content="x", role="assistant")).role == "ai"
+
+
+def test_langchain_dict_forms() -> None:
+    ai = AIMessage(content="", tool_calls=[{"id": "t1", "name": "f", "args": {}}], id="a1")
+    tool = ToolMessage(content="r", tool_call_id="t1", id="x1")
+    as_dicts = messages_to_dict([ai, tool])
+    assert read_message(as_dicts[0]) == MessageView("ai", "a1", ("t1",), ())
+    assert read_message(as_dicts[1]) == MessageView("tool", "x1", (), ("t1",))
+    dumped = dumpd(ai)
+    assert read_message(dumped) == MessageView("ai", "a1", ("t1",), ())
+    assert read_message(dumpd(ChatMessage(content="x", role="user"))).role == "human"
+    simple = {"type": "ai", "content": "", "tool_calls": [{"id": "t9", "name": "f", "args": {}}]}
+    assert read_message(simple).calls == ("t9",)
+
+
+def test_duck_typed_objects() -> None:
+    assert read_message(SimpleNamespace(role="user", content="x")).role == "human"
+    assert read_message(SimpleNamespace(type="ai", content="x", id=7)).id == "7"
+    responses_item = SimpleNamespace(type="message", role="assistant", content="x")
+    assert read_message(responses_item).role == "ai"
+
+
+def test_unreadable_message_names_its_index() -> None:
+    with pytest.raises(MessageFormatError, match="index 3") as info:
+        read_message(42, 3)
+    assert isinstance(info.value, TypeError)
+
+
+def test_odd_values_do_not_crash() -> None:
+    weird = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"function": {"name": "f"}}, {"id": 12}, "junk", None],
+    }
+    assert read_message(weird).calls == ("12",)
+    assert read_message({"role": "tool", "content": None}).answers == ()
+    assert read_message({"content": "no role"}).role == ""
+    assert read_message({"role": 5, "content": "x"}).role == ""
+
+
+def test_message_id_of_every_shape() -> None:
+    assert message_id({"role": "user", "id": "a"}) == "a"
+    assert message_id(HumanMessage(content="x", id="b")) == "b"
+    assert message_id(messages_to_dict([HumanMessage(content="x", id="c")])[0]) == "c"
+    assert message_id({"role": "user"}) is None
+
+
+def test_message_parts_reads_text_blocks_not_reprs() -> None:
+    parts = message_parts(
+        {
+            "role": "user",
+            "name": "ann",
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 999}},
+            ],
+        }
+    )
+    assert parts.texts == ("hello",)
+    assert parts.media == 1
+    assert parts.name == "ann"
+    openai_call = message_parts(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+            ],
+        }
+    )
+    assert openai_call.tool_calls == (("f", '{"a":1}'),)
+    lc_call = message_parts(AIMessage(content="", tool_calls=[{"id": "c", "name": "g", "args": {"b": 2}}]))
+    assert lc_call.tool_calls == (("g", '{"b":2}'),)
