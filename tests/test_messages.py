@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from langchain_core.load import dumpd
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -15,7 +16,6 @@ from langchain_core.messages import (
     ToolMessage,
     messages_to_dict,
 )
-from langchain_core.load import dumpd
 
 from agentstate_reducer import MessageFormatError
 from agentstate_reducer.messages import (
@@ -169,5 +169,7 @@ def test_message_parts_reads_text_blocks_not_reprs() -> None:
         }
     )
     assert openai_call.tool_calls == (("f", '{"a":1}'),)
-    lc_call = message_parts(AIMessage(content="", tool_calls=[{"id": "c", "name": "g", "args": {"b": 2}}]))
+    lc_call = message_parts(
+        AIMessage(content="", tool_calls=[{"id": "c", "name": "g", "args": {"b": 2}}])
+    )
     assert lc_call.tool_calls == (("g", '{"b":2}'),)

@@ -224,33 +224,35 @@ def make_plan(
     """
     n = len(views)
     start = 1 if config.preserve_first and n else 0
-    total = kept = None
+    cascade = config.cascade_tool_messages
+    total = None
     if config.max_tokens is not None:
         if counts is None or len(counts) != n:
             raise ValueError("token mode needs one token count per message")
         total = sum(counts)
-        if total <= config.max_tokens:
-            return Plan(n, (), start=start, cut=start, total_tokens=total, kept_tokens=total)
-    elif config.max_messages is None or n <= config.max_messages:
-        return Plan(n, (), start=start, cut=start)
+        triggered = total > config.max_tokens
+    else:
+        triggered = config.max_messages is not None and n > config.max_messages
+    if not triggered and not cascade:
+        return Plan(n, (), start=start, cut=start, total_tokens=total, kept_tokens=total)
 
     parents = _link(views)
-    cascade = config.cascade_tool_messages
-    if counts is not None and config.max_tokens is not None:
-        target = config.effective_target_tokens
-        assert target is not None
-        cut = _token_cut(views, parents, counts, start, target, cascade)
-    else:
-        cut = max(start, n - config.min_messages)
-
     pruned = bytearray(n)
     why: dict[int, tuple[str, int | None]] = {}
-    for i in range(start, cut):
-        view = views[i]
-        if view.role in PRUNABLE_ROLES and parents[i] is None:
-            pruned[i] = 1
-            why[i] = (WINDOW, None)
+    cut = start
+    if triggered:
+        if counts is not None and config.max_tokens is not None:
+            target = config.effective_target_tokens
+            assert target is not None
+            cut = _token_cut(views, parents, counts, start, target, cascade)
+        else:
+            cut = max(start, n - config.min_messages)
+        for i in range(start, cut):
+            if views[i].role in PRUNABLE_ROLES and parents[i] is None:
+                pruned[i] = 1
+                why[i] = (WINDOW, None)
     if cascade:
+        # Also runs under the threshold: results orphaned before this call go too.
         _cascade(views, parents, pruned, why, start, start)
     if config.start_on == HUMAN and why:
         first = _extend_to_human(views, parents, pruned, why, start)
@@ -258,7 +260,8 @@ def make_plan(
             # The head it stops at is a plain human turn, which no cascade removes.
             _cascade(views, parents, pruned, why, first, start)
 
-    indices = tuple(i for i in range(n) if pruned[i])
+    indices = tuple(i for i in range(n) if pruned[i]) if why else ()
+    kept = total
     if counts is not None and total is not None:
         kept = total - sum(counts[i] for i in indices)
-    return Plan(n, indices, why, True, start, cut, total, kept)
+    return Plan(n, indices, why, triggered, start, cut, total, kept)
