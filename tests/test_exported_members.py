@@ -34,8 +34,6 @@ def test_no_unexported_public_names() -> None:
         if not name.startswith("_") and name not in {"annotations"}
     }
     modules = {
-        name
-        for name in public
-        if type(getattr(agentstate_reducer, name)).__name__ == "module"
+        name for name in public if type(getattr(agentstate_reducer, name)).__name__ == "module"
     }
     assert public - modules == set(agentstate_reducer.__all__)

@@ -107,9 +107,7 @@ class ReducerConfig:
             raise ConfigError(f"summarize_fn must be callable, got {self.summarize_fn!r}")
         if self.inject_summary and self.summarize_fn is None:
             raise ConfigError("inject_summary=True needs summarize_fn to produce the summary")
-        if self.summary_message_factory is not None and not callable(
-            self.summary_message_factory
-        ):
+        if self.summary_message_factory is not None and not callable(self.summary_message_factory):
             raise ConfigError(
                 f"summary_message_factory must be callable, got {self.summary_message_factory!r}"
             )

@@ -1,0 +1,608 @@
+"""MessageReducer: the documented API, summaries, hooks, async, and its laws on real messages."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import threading
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from histories import ai, histories, human, results, system
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from agentstate_reducer import (
+    DEFAULT_NAMESPACE_KEY,
+    MessageFormatError,
+    MessageReducer,
+    ReducerConfig,
+    ReducerResult,
+)
+from agentstate_reducer.messages import read_message
+
+
+def msgs(n: int, *, first: str = "system") -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": first, "content": "sys", "id": "s"}]
+    for i in range(n):
+        out.append(
+            {"role": "user" if i % 2 == 0 else "assistant", "content": str(i), "id": f"m{i}"}
+        )
+    return out
+
+
+def contents(messages: list[Any]) -> list[Any]:
+    return [m["content"] if isinstance(m, dict) else m.content for m in messages]
+
+
+# -- construction ----------------------------------------------------------------------
+
+
+def test_message_reducer_defaults_never_prune() -> None:
+    reducer = MessageReducer()
+    assert reducer.config.min_messages == 0
+    assert reducer.config.max_messages is None
+    assert reducer.reduce(existing=msgs(500)).pruned == []
+
+
+def test_reducer_config_defaults_match_the_api_page() -> None:
+    cfg = ReducerConfig()
+    assert (cfg.min_messages, cfg.max_messages) == (10, 20)
+    assert cfg.max_tokens is None and cfg.target_tokens is None and cfg.token_counter is None
+    assert cfg.preserve_first and cfg.cascade_tool_messages
+    assert cfg.summarize_fn is None and not cfg.inject_summary
+    assert cfg.summary_message_factory is None
+    assert cfg.on_prune == []
+    assert cfg.namespace_key == DEFAULT_NAMESPACE_KEY == "memory_namespace"
+    assert cfg.dedupe_on_prune and cfg.dedupe_window == 10_000
+
+
+def test_config_overrides_positional_counts() -> None:
+    reducer = MessageReducer(1, 2, config=ReducerConfig(min_messages=3, max_messages=4))
+    assert (reducer.config.min_messages, reducer.config.max_messages) == (3, 4)
+
+
+def test_config_must_be_a_reducer_config() -> None:
+    with pytest.raises(TypeError, match="ReducerConfig"):
+        MessageReducer(config={"max_messages": 3})  # type: ignore[arg-type]
+
+
+# -- count mode, as the seed page writes it -----------------------------------------------
+
+
+def test_seed_basic_usage() -> None:
+    reducer = MessageReducer(min_messages=10, max_messages=20)
+    history = msgs(20)
+    result = reducer.reduce(existing=history, new=[{"role": "user", "content": "new"}])
+    assert isinstance(result, ReducerResult)
+    assert len(result.surviving) == 10 + 1
+    assert result.surviving[0] is history[0]
+    assert result.surviving[-1]["content"] == "new"
+    assert result.pruned == history[1:12]
+
+
+def test_seed_tool_call_cascade_example() -> None:
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "ai", "content": "", "tool_calls": [{"id": "tc1"}]},
+        {"role": "tool", "content": "result", "tool_call_id": "tc1"},
+    ] + [{"role": "human", "content": str(i)} for i in range(6)]
+    result = MessageReducer(min_messages=6, max_messages=8).reduce(existing=messages)
+    assert result.pruned == messages[1:3]
+    assert all(m.get("role") != "tool" for m in result.surviving)
+
+
+def test_openai_lists_work_with_no_conversion() -> None:
+    history = [{"role": "system", "content": "s"}] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": str(i)} for i in range(10)
+    ]
+    result = MessageReducer(min_messages=4, max_messages=6).reduce(existing=history)
+    assert contents(result.surviving) == ["s", "6", "7", "8", "9"]
+
+
+def test_langchain_messages() -> None:
+    history = [SystemMessage("s", id="s")]
+    for i in range(4):
+        history += [
+            HumanMessage(f"q{i}", id=f"h{i}"),
+            AIMessage("", id=f"a{i}", tool_calls=[{"id": f"t{i}", "name": "f", "args": {}}]),
+            ToolMessage(f"r{i}", tool_call_id=f"t{i}", id=f"x{i}"),
+            AIMessage(f"done {i}", id=f"d{i}"),
+        ]
+    result = MessageReducer(min_messages=5, max_messages=10).reduce(existing=history)
+    # The window [1, 12) ends on turn 2's tool result: its call goes, so the result goes too.
+    assert [m.id for m in result.surviving] == ["s", "d2", "h3", "a3", "x3", "d3"]
+    assert [m.id for m in result.pruned][-3:] == ["h2", "a2", "x2"]
+
+
+def test_reduce_accepts_none_one_message_or_a_list() -> None:
+    reducer = MessageReducer(min_messages=1, max_messages=3)
+    one = {"role": "user", "content": "x"}
+    assert reducer.reduce().surviving == []
+    assert reducer.reduce(existing=None, new=one).surviving == [one]
+    assert reducer.reduce(existing=one, new=(one,)).surviving == [one, one]
+
+
+def test_reduce_never_mutates_inputs() -> None:
+    existing = [system("openai", "s", "s")]
+    for k in range(5):
+        existing += [human("openai", "q", f"h{k}"), ai("openai", "", f"a{k}", [f"c{k}"])]
+        existing += results("openai", [f"c{k}"], f"r{k}")
+    new = [human("openai", "last", "h9")]
+    snapshot = copy.deepcopy((existing, new))
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2,
+            max_messages=4,
+            summarize_fn=lambda pruned: "sum",
+            inject_summary=True,
+            on_prune=[lambda pruned, ns: pruned.clear()],
+        )
+    )
+    result = reducer.reduce(existing=existing, new=new)
+    assert (existing, new) == snapshot
+    assert result.pruned  # the hook got a copy: clearing it did not touch the result
+
+
+def test_unreadable_message_raises_type_error_naming_index() -> None:
+    with pytest.raises(MessageFormatError, match="index 2"):
+        MessageReducer(min_messages=0, max_messages=1).reduce(
+            existing=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],
+            new=[object()],
+        )
+    with pytest.raises(TypeError, match="index 0"):
+        MessageReducer().reduce(new="just a string")
+
+
+def test_unknown_roles_are_kept() -> None:
+    history = [{"role": "critic", "content": str(i)} for i in range(10)]
+    assert MessageReducer(min_messages=1, max_messages=2).reduce(existing=history).pruned == []
+
+
+# -- token mode ----------------------------------------------------------------------------
+
+
+def test_token_mode_takes_precedence_and_reserves_the_first_message() -> None:
+    history = msgs(10)
+    cfg = ReducerConfig(min_messages=0, max_messages=1, max_tokens=50, token_counter=lambda m: 10)
+    result = MessageReducer(config=cfg).reduce(existing=history)
+    assert len(result.surviving) == 5  # 1 first + 4 recent = 50 tokens
+    assert result.surviving[0] is history[0]
+
+
+def test_token_mode_hysteresis_gives_headroom() -> None:
+    counter = lambda m: 10  # noqa: E731
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=100, target_tokens=60, token_counter=counter)
+    )
+    history = msgs(9)  # 100 tokens: at the limit, nothing happens
+    assert reducer.reduce(existing=history).pruned == []
+    result = reducer.reduce(existing=history, new=[{"role": "user", "content": "x"}])
+    assert len(result.surviving) == 6
+    # The next five appends fit under max_tokens again: no prune on each update.
+    state = result.surviving
+    for i in range(4):
+        step = reducer.reduce(existing=state, new=[{"role": "user", "content": str(i)}])
+        assert step.pruned == []
+        state = step.surviving
+
+
+def test_token_mode_never_truncates_content() -> None:
+    big = {"role": "user", "content": "x" * 4000, "id": "big"}
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=50, token_counter="approximate"))
+    result = reducer.reduce(existing=[{"role": "system", "content": "s"}], new=[big])
+    assert result.pruned == [big]
+    assert result.pruned[0]["content"] == "x" * 4000
+
+
+# -- summaries -----------------------------------------------------------------------------
+
+
+def test_summary_runs_only_when_something_was_pruned() -> None:
+    calls: list[int] = []
+
+    def summarize(pruned: list[Any]) -> str:
+        calls.append(len(pruned))
+        return "sum"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, summarize_fn=summarize)
+    )
+    assert reducer.reduce(existing=msgs(3)).summary is None
+    result = reducer.reduce(existing=msgs(6))
+    assert result.summary == "sum"
+    assert calls == [4]
+
+
+def test_failing_summarize_is_logged_and_leaves_none(caplog: pytest.LogCaptureFixture) -> None:
+    def boom(pruned: list[Any]) -> str:
+        raise RuntimeError("model down")
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, summarize_fn=boom, inject_summary=True)
+    )
+    with caplog.at_level(logging.ERROR, logger="agentstate_reducer"):
+        result = reducer.reduce(existing=msgs(6))
+    assert result.summary is None
+    assert len(result.surviving) == 3  # no summary block injected
+    assert "summarize_fn failed" in caplog.text
+
+
+def test_injected_summary_sits_where_the_pruned_block_was() -> None:
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2,
+            max_messages=4,
+            summarize_fn=lambda pruned: f"{len(pruned)} gone",
+            inject_summary=True,
+        )
+    )
+    result = reducer.reduce(existing=msgs(6))
+    roles = [m["role"] for m in result.surviving]
+    assert roles == ["system", "user", "assistant", "user", "assistant"]
+    assert "4 gone" in result.surviving[1]["content"]
+    assert result.surviving[2]["content"] == "OK"
+    assert contents(result.surviving[3:]) == ["4", "5"]
+
+
+def test_previous_summary_is_folded_into_the_next() -> None:
+    seen: list[list[Any]] = []
+
+    def summarize(pruned: list[Any]) -> str:
+        seen.append(pruned)
+        return f"summary {len(seen)}"
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2, max_messages=5, summarize_fn=summarize, inject_summary=True
+        )
+    )
+    state = reducer.reduce(existing=msgs(6)).surviving
+    state = reducer.reduce(existing=state, new=msgs(4)[1:]).surviving
+    assert any("summary 1" in str(m["content"]) for m in seen[1])
+    assert sum("Summary of" in str(m["content"]) for m in state) == 1
+
+
+def test_default_summary_matches_langchain_messages() -> None:
+    history = [SystemMessage("s")] + [
+        (HumanMessage if i % 2 == 0 else AIMessage)(str(i), id=str(i)) for i in range(6)
+    ]
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2, max_messages=4, summarize_fn=lambda p: "sum", inject_summary=True
+        )
+    )
+    block = reducer.reduce(existing=history).surviving[1:3]
+    assert isinstance(block[0], HumanMessage) and "sum" in block[0].content
+    assert isinstance(block[1], AIMessage) and block[1].content == "OK"
+    assert block[0].id and block[1].id
+
+
+def test_default_summary_keeps_langchain_dict_role_names() -> None:
+    history = [{"role": "system", "content": "s"}] + [
+        {"role": "human" if i % 2 == 0 else "ai", "content": str(i)} for i in range(6)
+    ]
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2, max_messages=4, summarize_fn=lambda p: "sum", inject_summary=True
+        )
+    )
+    block = reducer.reduce(existing=history).surviving[1:3]
+    assert [m["role"] for m in block] == ["human", "ai"]
+
+
+def test_custom_summary_factory() -> None:
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2,
+            max_messages=4,
+            summarize_fn=lambda p: "sum",
+            inject_summary=True,
+            summary_message_factory=lambda text, n: [{"role": "system", "content": f"{n}:{text}"}],
+        )
+    )
+    assert reducer.reduce(existing=msgs(6)).surviving[1] == {"role": "system", "content": "4:sum"}
+
+
+# -- on_prune hooks --------------------------------------------------------------------------
+
+
+def test_hooks_run_in_order_with_the_namespace() -> None:
+    log: list[tuple[str, int, Any]] = []
+    cfg = ReducerConfig(
+        min_messages=2,
+        max_messages=4,
+        summarize_fn=lambda p: log.append(("summary", len(p), None)) or "s",
+        on_prune=[
+            lambda p, ns: log.append(("first", len(p), ns)),
+            lambda p, ns: log.append(("second", len(p), ns)),
+        ],
+    )
+    reducer = MessageReducer(config=cfg)
+    reducer.reduce(existing=msgs(6), namespace=("memories", "u1"))
+    assert log == [
+        ("summary", 4, None),
+        ("first", 4, ("memories", "u1")),
+        ("second", 4, ("memories", "u1")),
+    ]
+    log.clear()
+    MessageReducer(config=cfg).reduce(existing=msgs(6))
+    assert log[1][2] is None
+
+
+def test_raising_hook_is_logged_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    got: list[Any] = []
+
+    def bad(pruned: list[Any], ns: Any) -> None:
+        raise ValueError("store down")
+
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2, max_messages=4, on_prune=[bad, lambda p, ns: got.extend(p)]
+        )
+    )
+    with caplog.at_level(logging.ERROR, logger="agentstate_reducer"):
+        result = reducer.reduce(existing=msgs(6))
+    assert got == result.pruned
+    assert "on_prune[0] failed" in caplog.text
+
+
+def test_dedupe_delivers_each_id_once_but_never_filters_pruned() -> None:
+    got: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[lambda p, ns: got.extend(p)])
+    )
+    history = msgs(6)
+    first = reducer.reduce(existing=history)
+    second = reducer.reduce(existing=history)  # the same history again: same ids pruned
+    assert first.pruned == second.pruned == history[1:5]
+    assert got == history[1:5]
+
+
+def test_messages_without_ids_are_always_delivered() -> None:
+    got: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[lambda p, ns: got.extend(p)])
+    )
+    history = [{"role": "user", "content": str(i)} for i in range(7)]
+    reducer.reduce(existing=history)
+    reducer.reduce(existing=history)
+    assert len(got) == 8
+
+
+def test_dedupe_off_redelivers() -> None:
+    got: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2,
+            max_messages=4,
+            dedupe_on_prune=False,
+            on_prune=[lambda p, ns: got.extend(p)],
+        )
+    )
+    reducer.reduce(existing=msgs(6))
+    reducer.reduce(existing=msgs(6))
+    assert len(got) == 8
+
+
+def test_dedupe_window_evicts_the_oldest_ids() -> None:
+    got: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=0, max_messages=0, dedupe_window=2, on_prune=[lambda p, ns: got.extend(p)]
+        )
+    )
+    a, b, c = ({"role": "user", "content": x, "id": x} for x in "abc")
+    for message in (a, b, c, a, c):
+        reducer.reduce(existing=[{"role": "system", "content": "s"}], new=[message])
+    # a is evicted when c arrives (window of 2), so it is delivered again; c is not.
+    assert [m["id"] for m in got] == ["a", "b", "c", "a"]
+
+
+def test_concurrent_reduces_deliver_each_id_once() -> None:
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def hook(pruned: list[Any], ns: Any) -> None:
+        with lock:
+            got.extend(m["id"] for m in pruned)
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[hook]))
+    history = msgs(400)
+    barrier = threading.Barrier(8)
+
+    def run() -> None:
+        barrier.wait()
+        for _ in range(5):
+            reducer.reduce(existing=history)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got) == sorted(m["id"] for m in history[1:399])
+
+
+# -- async -----------------------------------------------------------------------------------
+
+
+async def test_areduce_awaits_async_summary_and_hooks() -> None:
+    got: list[tuple[int, Any]] = []
+
+    async def summarize(pruned: list[Any]) -> str:
+        await asyncio.sleep(0)
+        return f"{len(pruned)} gone"
+
+    async def remember(pruned: list[Any], ns: Any) -> None:
+        await asyncio.sleep(0)
+        got.append((len(pruned), ns))
+
+    sync_got: list[int] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2,
+            max_messages=4,
+            summarize_fn=summarize,
+            inject_summary=True,
+            on_prune=[remember, lambda p, ns: sync_got.append(len(p))],
+        )
+    )
+    result = await reducer.areduce(msgs(6), None, "ns")
+    assert result.summary == "4 gone"
+    assert got == [(4, "ns")] and sync_got == [4]
+    assert "4 gone" in result.surviving[1]["content"]
+
+
+async def test_areduce_matches_reduce() -> None:
+    history = msgs(30)
+    cfg = ReducerConfig(min_messages=5, max_messages=12)
+    assert (await MessageReducer(config=cfg).areduce(history)) == MessageReducer(config=cfg).reduce(
+        history
+    )
+
+
+async def test_areduce_logs_failing_async_hook(caplog: pytest.LogCaptureFixture) -> None:
+    async def bad(pruned: list[Any], ns: Any) -> None:
+        raise RuntimeError("nope")
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[bad]))
+    with caplog.at_level(logging.ERROR, logger="agentstate_reducer"):
+        result = await reducer.areduce(msgs(6))
+    assert len(result.pruned) == 4
+    assert "on_prune[0] failed" in caplog.text
+
+
+def test_reduce_with_async_callables_names_areduce() -> None:
+    async def summarize(pruned: list[Any]) -> str:
+        return "x"
+
+    async def hook(pruned: list[Any], ns: Any) -> None:
+        return None
+
+    for cfg in (
+        ReducerConfig(min_messages=2, max_messages=4, summarize_fn=summarize),
+        ReducerConfig(min_messages=2, max_messages=4, on_prune=[hook]),
+    ):
+        with pytest.raises(TypeError, match="areduce"):
+            MessageReducer(config=cfg).reduce(existing=msgs(6))
+
+    def sneaky(pruned: list[Any]) -> Any:
+        return summarize(pruned)
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, summarize_fn=sneaky)
+    )
+    with pytest.raises(TypeError, match="areduce"):
+        reducer.reduce(existing=msgs(6))
+
+
+# -- LangGraph ---------------------------------------------------------------------------------
+
+
+def test_as_langgraph_reducer_argument_forms() -> None:
+    fn = MessageReducer(min_messages=1, max_messages=3).as_langgraph_reducer()
+    one = {"role": "user", "content": "x"}
+    assert fn(None, None) == []
+    assert fn(None, one) == [one]
+    assert fn([one], one) == [one, one]
+    assert fn(one, [one]) == [one, one]
+    assert len(fn([one] * 4, None)) == 2  # index 0 plus min_messages
+
+
+def test_as_langgraph_reducer_in_a_state_graph() -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    reducer = MessageReducer(min_messages=3, max_messages=5)
+
+    State = TypedDict(  # noqa: UP013 - the annotation must be evaluated here, not deferred
+        "State", {"messages": Annotated[list[Any], reducer.as_langgraph_reducer()]}
+    )
+
+    def one(state: Any) -> dict[str, Any]:
+        return {"messages": HumanMessage(f"q{len(state['messages'])}")}
+
+    def many(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage("a"), AIMessage("b")]}
+
+    graph = StateGraph(State)
+    graph.add_node("one", one)
+    graph.add_node("many", many)
+    graph.add_edge(START, "one")
+    graph.add_edge("one", "many")
+    graph.add_edge("many", END)
+    app = graph.compile()
+    state: dict[str, Any] = {"messages": [SystemMessage("sys")]}
+    for _ in range(5):
+        state = app.invoke(state)
+        assert len(state["messages"]) <= 5 + 1
+        assert isinstance(state["messages"][0], SystemMessage)
+    assert [m.content for m in state["messages"][-2:]] == ["a", "b"]
+
+
+# -- laws, on real messages of every shape ---------------------------------------------------
+
+
+def orphan_free(messages: list[Any]) -> bool:
+    issued: set[str] = set()
+    for i, m in enumerate(messages):
+        view = read_message(m, i)
+        if i > 0 and any(a not in issued for a in view.answers):
+            return False
+        issued.update(view.calls)
+    return True
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    histories(),
+    st.integers(0, 10),
+    st.integers(0, 10),
+    st.booleans(),
+    st.sampled_from([None, 60, 200]),
+    st.integers(0, 50),
+)
+def test_laws(
+    history: list[Any], lo: int, extra: int, first: bool, max_tokens: int | None, slack: int
+) -> None:
+    target = None if max_tokens is None else max(1, max_tokens - slack)
+    cfg = ReducerConfig(
+        min_messages=lo,
+        max_messages=lo + extra,
+        max_tokens=max_tokens,
+        target_tokens=target,
+        token_counter="approximate" if max_tokens else None,
+        preserve_first=first,
+    )
+    reducer = MessageReducer(config=cfg)
+    result = reducer.reduce(existing=history)
+    # An order-preserving partition of the input, by identity.
+    ids = {id(m): i for i, m in enumerate(history)}
+    kept = [ids[id(m)] for m in result.surviving]
+    gone = [ids[id(m)] for m in result.pruned]
+    assert kept == sorted(kept) and gone == sorted(gone)
+    assert sorted(kept + gone) == list(range(len(history)))
+    if first and history:
+        assert result.surviving[0] is history[0]
+    assert orphan_free(result.surviving) or not first
+    # Idempotence: reducing the survivors again prunes nothing.
+    assert reducer.reduce(existing=result.surviving).pruned == []
+    if max_tokens is not None and result.pruned and target is not None:
+        counts = reducer.count_tokens(history)
+        fixed = sum(
+            c
+            for i, (m, c) in enumerate(zip(history, counts, strict=True))
+            if (i == 0 and first)
+            or (read_message(m).role not in ("human", "ai") and not read_message(m).answers)
+        )
+        if fixed <= target:
+            assert sum(reducer.count_tokens(result.surviving)) <= target
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories())
+def test_orphans_already_in_the_input_are_removed(history: list[Any]) -> None:
+    result = MessageReducer(min_messages=0, max_messages=None).reduce(existing=history)
+    assert orphan_free(result.surviving)
