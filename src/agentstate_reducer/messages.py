@@ -189,6 +189,48 @@ def _view(fields: Any, role: str, ident: str | None) -> MessageView:
     return MessageView(role, ident, calls, answers)
 
 
+_new_view = tuple.__new__
+_EMPTY: tuple[str, ...] = ()
+
+
+def _dict_view(message: dict[str, Any]) -> MessageView:
+    """Fast path for the commonest shape: a plain dict with a ``role``."""
+    raw = message.get("role")
+    if raw is None:
+        fields, raw = _payload(message)
+        return _view(fields, normalize_role(raw), _as_id(fields.get("id")))
+    role = _ALIASES.get(raw) if type(raw) is str else None
+    if role is None:
+        role = normalize_role(raw)
+    ident = message.get("id")
+    if ident is not None and type(ident) is not str:
+        ident = _as_id(ident)
+    if role == AI:
+        calls = message.get("tool_calls")
+        if type(message.get("content")) is list or message.get("invalid_tool_calls"):
+            return _view(message, role, ident or None)
+        if calls:
+            if type(calls) is not list:
+                return _view(message, role, ident or None)
+            found = []
+            for call in calls:
+                cid = call.get("id") if type(call) is dict else _get(call, "id")
+                if cid is not None and cid != "":
+                    found.append(cid if type(cid) is str else str(cid))
+            if found:
+                view = (role, ident or None, _dedupe(iter(found)), _EMPTY)
+                return _new_view(MessageView, view)
+    elif role == TOOL:
+        answer = message.get("tool_call_id")
+        if answer is not None:
+            answer = _as_id(answer)
+            if answer is not None:
+                return _new_view(MessageView, (role, ident or None, _EMPTY, (answer,)))
+    elif role == HUMAN and type(message.get("content")) is list:
+        return _view(message, role, ident or None)
+    return _new_view(MessageView, (role, ident or None, _EMPTY, _EMPTY))
+
+
 def read_message(message: object, index: int = 0) -> MessageView:
     """Read one message into a :class:`MessageView`.
 
@@ -196,6 +238,8 @@ def read_message(message: object, index: int = 0) -> MessageView:
         MessageFormatError: ``message`` is neither a dict nor an object with
             ``type`` or ``role``; the error names ``index``.
     """
+    if type(message) is dict:
+        return _dict_view(message)
     if isinstance(message, Mapping):
         fields, raw = _payload(message)
         return _view(fields, normalize_role(raw), _as_id(fields.get("id")))
@@ -217,7 +261,9 @@ def read_message(message: object, index: int = 0) -> MessageView:
 
 def read_messages(messages: list[Any]) -> list[MessageView]:
     """Read every message, in order; errors name the offending index."""
-    return [read_message(m, i) for i, m in enumerate(messages)]
+    return [
+        _dict_view(m) if type(m) is dict else read_message(m, i) for i, m in enumerate(messages)
+    ]
 
 
 def message_id(message: object) -> str | None:
