@@ -122,3 +122,29 @@ def test_ledger_claims_each_id_once_and_forgets_the_oldest() -> None:
     assert "a" not in ledger and "c" in ledger and len(ledger) == 2
     anonymous = {"role": "user"}
     assert ledger.claim([anonymous, anonymous]) == [anonymous, anonymous]
+
+
+def test_background_drains_at_interpreter_exit(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    out = tmp_path / "delivered.txt"
+    script = textwrap.dedent(
+        f"""
+        import time
+        from agentstate_reducer import Background
+
+        def slow(pruned, ns):
+            time.sleep(0.01)
+            with open({str(out)!r}, "a") as f:
+                f.write(f"{{pruned[0]}}\\n")
+
+        bg = Background(slow, workers=1)
+        for i in range(20):
+            bg([i], None)
+        # no close(): the exit hook must drain the queue
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert sorted(int(x) for x in out.read_text().split()) == list(range(20))
