@@ -11,6 +11,7 @@ from agentstate_reducer import ReducerConfig
 from agentstate_reducer.messages import PRUNABLE_ROLES, MessageView, read_messages
 from agentstate_reducer.plan import (
     CASCADE,
+    IN_PROGRESS,
     NEVER_PRUNED,
     ORPHAN,
     PRESERVED_FIRST,
@@ -111,6 +112,29 @@ def test_anthropic_tool_result_turn_cascades_but_is_not_pruned_directly() -> Non
     assert plan.reason(2) == (CASCADE, 1)
     first_kept = [V("ai", calls=("t",)), V("human", answers=("t",)), V("ai"), V("human")]
     assert make_plan(first_kept, count_config(1, 2)).pruned == (2,)
+
+
+def test_the_exchange_in_progress_is_never_pruned() -> None:
+    views = [
+        V("system"),
+        V("human"),
+        V("ai"),
+        V("human"),
+        V("ai", calls=("a",)),
+        V("tool", answers=("a",)),
+        V("ai", calls=("b", "c")),
+        V("tool", answers=("b",)),
+    ]
+    plan = make_plan(views, count_config(1, 2))
+    # The agent is between tool calls: its latest call, the result so far and the
+    # question that opened the turn stay, or it would call the tool again forever.
+    assert plan.pruned == (1, 2, 4, 5)
+    assert plan.protected == (3, 6, 7)
+    assert plan.reason(6) == (IN_PROGRESS, None)
+    pending = [V("system"), V("human"), V("ai"), V("human"), V("ai", calls=("z",))]
+    assert make_plan(pending, count_config(0, 1)).pruned == (1, 2)
+    finished = views + [V("ai")]
+    assert make_plan(finished, count_config(1, 2)).protected == ()
 
 
 def test_summary_goes_where_the_pruned_block_was() -> None:
@@ -235,11 +259,26 @@ def histories(draw: st.DrawFn) -> list[MessageView]:
     return views
 
 
+def in_progress(views: list[MessageView], start: int) -> set[int]:
+    """The trailing tool exchange and the question that opened it, found the slow way."""
+    plain = [k for k in range(start, len(views)) if not views[k].answers]
+    if not plain or views[plain[-1]].role != "ai" or not views[plain[-1]].calls:
+        return set()
+    k = plain[-1]
+    if not all(a in views[k].calls for v in views[k + 1 :] for a in v.answers):
+        return set()
+    asked = [q for q in range(start, k) if views[q].role == "human" and not views[q].answers]
+    return set(range(k, len(views))) | set(asked[-1:])
+
+
 def reference(views: list[MessageView], cfg: ReducerConfig, cut: int) -> set[int]:
     """The documented rules, implemented the slow obvious way, for a given window end."""
     start = 1 if cfg.preserve_first and views else 0
+    busy = in_progress(views, start)
     pruned = {
-        i for i in range(start, cut) if views[i].role in PRUNABLE_ROLES and not views[i].answers
+        i
+        for i in range(start, cut)
+        if views[i].role in PRUNABLE_ROLES and not views[i].answers and i not in busy
     }
     if cfg.cascade_tool_messages:
         for j in range(start, len(views)):
@@ -347,9 +386,11 @@ def test_start_on_human_makes_the_tail_open_with_a_human(
         return
     start = 1 if first else 0
     rest = [
-        v for i, v in enumerate(views) if i >= start and i not in plan.pruned and v.role != "system"
+        v
+        for i, v in enumerate(views)
+        if i >= start and i not in plan.pruned and v.role != "system" and i not in plan.protected
     ]
-    # Only a role the window may never remove can stop the extension early.
+    # Only a role the window may never remove, or the exchange in progress, stops it early.
     assert not rest or (rest[0].role not in ("ai", "tool") and not rest[0].answers), rest[0]
 
 

@@ -589,12 +589,14 @@ def test_laws(
     assert orphan_free(result.surviving) or not first
     # Idempotence: reducing the survivors again prunes nothing.
     assert reducer.reduce(existing=result.surviving).pruned == []
-    if max_tokens is not None and result.pruned and target is not None:
-        counts = reducer.count_tokens(history)
+    counts = reducer.count_tokens(history)
+    if max_tokens is not None and target is not None and sum(counts) > max_tokens:
+        busy = reducer.plan(history).protected  # the exchange in progress stays
         fixed = sum(
             c
             for i, (m, c) in enumerate(zip(history, counts, strict=True))
             if (i == 0 and first)
+            or i in busy
             or (read_message(m).role not in ("human", "ai") and not read_message(m).answers)
         )
         if fixed <= target:

@@ -11,6 +11,9 @@ Laws (tested with hypothesis):
 * With ``cascade_tool_messages``, no surviving message answers a tool call that no
   earlier surviving message issued.
 * Idempotence: planning the survivors again (without summary injection) prunes nothing.
+* The exchange in progress is never pruned: when the history ends with an ai message's
+  tool calls (answered or still pending), that message, its results and the human
+  message that opened the turn stay, so an agent never loses the call it is working on.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .messages import AI, HUMAN, PRUNABLE_ROLES, SYSTEM, TOOL, MessageView
 
 __all__ = (
     "CASCADE",
+    "IN_PROGRESS",
     "NEVER_PRUNED",
     "ORPHAN",
     "PRESERVED_FIRST",
@@ -43,6 +47,7 @@ START_ON = "start_on"
 PRESERVED_FIRST = "preserved first"
 RECENT = "recent tail"
 NEVER_PRUNED = "never-pruned role"
+IN_PROGRESS = "exchange in progress"
 UNDER_THRESHOLD = "under threshold"
 
 
@@ -67,6 +72,8 @@ class Plan:
     total_tokens: int | None = None
     #: Total tokens of the survivors (token mode), else ``None``.
     kept_tokens: int | None = None
+    #: Indices of the exchange in progress, kept whatever the window says.
+    protected: tuple[int, ...] = ()
 
     @property
     def insert_at(self) -> int:
@@ -79,6 +86,8 @@ class Plan:
             return self.why[index]
         if index < self.start:
             return (PRESERVED_FIRST, None)
+        if index in self.protected:
+            return (IN_PROGRESS, None)
         if not self.triggered:
             return (UNDER_THRESHOLD, None)
         if index >= self.cut:
@@ -96,6 +105,29 @@ def _link(views: Sequence[MessageView]) -> list[tuple[int | None, ...] | None]:
         for call in view.calls:
             issued[call] = j
     return parents
+
+
+def _in_progress(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    start: int,
+) -> list[int]:
+    """The trailing tool exchange (ai call + its results so far) and the question before it."""
+    n = len(views)
+    k = n - 1
+    while k >= start and parents[k] is not None:
+        k -= 1
+    if k < start or views[k].role != AI or not views[k].calls:
+        return []
+    for j in range(k + 1, n):
+        if any(p != k for p in parents[j] or ()):
+            return []  # results of other calls: not one exchange
+    protected = list(range(k, n))
+    for q in range(k - 1, start - 1, -1):
+        if views[q].role == HUMAN and parents[q] is None:
+            protected.append(q)
+            break
+    return protected
 
 
 def _cascade(
@@ -129,6 +161,7 @@ def _token_cut(
     start: int,
     target: int,
     cascade: bool,
+    protected: bytearray,
 ) -> int:
     """Smallest ``cut`` whose survivors (kept prefix + tail ``[cut, n)``) fit ``target``.
 
@@ -144,6 +177,9 @@ def _token_cut(
     plain = bytearray(n)
     for i in range(start, n):
         links = parents[i]
+        if protected[i]:
+            need += counts[i]
+            continue
         if links is None:
             if views[i].role in PRUNABLE_ROLES:
                 plain[i] = 1
@@ -185,6 +221,7 @@ def _extend_to_human(
     pruned: bytearray,
     why: dict[int, tuple[str, int | None]],
     start: int,
+    protected: bytearray,
 ) -> int:
     """Prune until the first kept non-system message after ``start`` is a human turn.
 
@@ -197,7 +234,7 @@ def _extend_to_human(
         view = views[i]
         if view.role == SYSTEM:
             continue
-        if view.role == HUMAN and parents[i] is None:
+        if (view.role == HUMAN and parents[i] is None) or protected[i]:
             break
         if view.role != AI and not (view.role in (TOOL, HUMAN) and parents[i] is not None):
             break  # a role the window may never remove: stop rather than break the rule
@@ -240,22 +277,27 @@ def make_plan(
     pruned = bytearray(n)
     why: dict[int, tuple[str, int | None]] = {}
     cut = start
+    protected = bytearray(n)
+    kept_in_progress: list[int] = []
     if triggered:
+        kept_in_progress = _in_progress(views, parents, start)
+        for i in kept_in_progress:
+            protected[i] = 1
         if counts is not None and config.max_tokens is not None:
             target = config.effective_target_tokens
             assert target is not None
-            cut = _token_cut(views, parents, counts, start, target, cascade)
+            cut = _token_cut(views, parents, counts, start, target, cascade, protected)
         else:
             cut = max(start, n - config.min_messages)
         for i in range(start, cut):
-            if views[i].role in PRUNABLE_ROLES and parents[i] is None:
+            if views[i].role in PRUNABLE_ROLES and parents[i] is None and not protected[i]:
                 pruned[i] = 1
                 why[i] = (WINDOW, None)
     if cascade:
         # Also runs under the threshold: results orphaned before this call go too.
         _cascade(views, parents, pruned, why, start, start)
     if config.start_on == HUMAN and why:
-        first = _extend_to_human(views, parents, pruned, why, start)
+        first = _extend_to_human(views, parents, pruned, why, start, protected)
         if cascade and first < n:
             # The head it stops at is a plain human turn, which no cascade removes.
             _cascade(views, parents, pruned, why, first, start)
@@ -264,4 +306,5 @@ def make_plan(
     kept = total
     if counts is not None and total is not None:
         kept = total - sum(counts[i] for i in indices)
-    return Plan(n, indices, why, triggered, start, cut, total, kept)
+    protected_indices = tuple(sorted(kept_in_progress))
+    return Plan(n, indices, why, triggered, start, cut, total, kept, protected_indices)
