@@ -133,7 +133,7 @@ def test_the_exchange_in_progress_is_never_pruned() -> None:
     assert plan.reason(6) == (IN_PROGRESS, None)
     pending = [V("system"), V("human"), V("ai"), V("human"), V("ai", calls=("z",))]
     assert make_plan(pending, count_config(0, 1)).pruned == (1, 2)
-    finished = views + [V("ai")]
+    finished = [*views, V("ai")]
     assert make_plan(finished, count_config(1, 2)).protected == ()
 
 
