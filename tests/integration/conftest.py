@@ -8,14 +8,25 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.base import BaseStore
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph import store_hook
@@ -208,6 +219,33 @@ def postgres_schema(postgres_url: str) -> Iterator[tuple[str, str]]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+def message_graph(model: Any, merge: Any, checkpointer: Any) -> Any:
+    """agent -> tools -> agent ... over a ``messages`` channel merged by ``merge``."""
+    # Functional syntax: the class form would resolve ``merge`` from module globals.
+    state = TypedDict("state", {"messages": Annotated[list[AnyMessage], merge]})  # noqa: UP013
+
+    def agent(s: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [model.invoke(s["messages"])]}
+
+    async def aagent(s: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(s["messages"])]}
+
+    builder = StateGraph(state)
+    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def turn_input(turn: int) -> dict[str, Any]:
+    """Graph input for a turn of ``message_graph``: the system message comes first."""
+    if turn == 0:
+        return {"messages": [SystemMessage(content=SYSTEM_PROMPT, id="system"), human(0)]}
+    return {"messages": [human(turn)]}
+
+
 @dataclass(frozen=True)
 class Kit:
     """What the agent tests share, handed out by the ``kit`` fixture."""
@@ -221,6 +259,8 @@ class Kit:
     assert_memory_complete: Callable[..., None] = assert_memory_complete
     assert_tool_pairs: Callable[[Sequence[BaseMessage]], None] = assert_tool_pairs
     max_context: Callable[[ScriptedChatModel], int] = max_context
+    message_graph: Callable[[Any, Any, Any], Any] = message_graph
+    turn_input: Callable[[int], dict[str, Any]] = turn_input
 
 
 @pytest.fixture

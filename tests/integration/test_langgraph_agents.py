@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AnyMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph import START, StateGraph, add_messages
-from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
+from langgraph.graph import add_messages
+from langgraph.prebuilt import create_react_agent
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 from langgraph.warnings import LangGraphDeprecatedSinceV10
-from typing_extensions import TypedDict
 
 from agentstate_reducer.langgraph import (
     ReducingMiddleware,
@@ -34,28 +31,10 @@ MAX_MESSAGES = 20
 TURN_GROWTH = 4
 
 
-def message_graph(kit: Any, model: Any, merge: Any, checkpointer: Any) -> Any:
-    """agent -> tools -> agent ... over a ``messages`` channel merged by ``merge``."""
-    # Functional syntax: the class form would resolve ``merge`` from module globals.
-    state = TypedDict("state", {"messages": Annotated[list[AnyMessage], merge]})  # noqa: UP013
-
-    def agent(s: dict[str, Any]) -> dict[str, Any]:
-        return {"messages": [model.invoke(s["messages"])]}
-
-    async def aagent(s: dict[str, Any]) -> dict[str, Any]:
-        return {"messages": [await model.ainvoke(s["messages"])]}
-
-    builder = StateGraph(state)
-    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
-    builder.add_node("tools", ToolNode(list(kit.tools)))
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
-    builder.add_edge("tools", "agent")
-    return builder.compile(checkpointer=checkpointer)
-
-
-def first_input(kit: Any) -> list[Any]:
-    return [SystemMessage(content=kit.system_prompt, id="system"), kit.human(0)]
+def turn_input(kit: Any, approach: str, turn: int) -> dict[str, Any]:
+    if preserve_first(approach):
+        return kit.turn_input(turn)  # type: ignore[no-any-return]
+    return {"messages": [kit.human(turn)]}
 
 
 def react_agent(kit: Any, model: Any, memory: Any, checkpointer: Any) -> Any:
@@ -82,10 +61,10 @@ def middleware_agent(kit: Any, model: Any, memory: Any, checkpointer: Any) -> An
 
 def build(approach: str, kit: Any, model: Any, memory: Any, checkpointer: Any) -> Any:
     if approach == "saver":
-        return message_graph(kit, model, add_messages, ReducingSaver(checkpointer, memory.reducer))
+        return kit.message_graph(model, add_messages, ReducingSaver(checkpointer, memory.reducer))
     if approach == "in-graph":
         merge = reducing_add_messages(memory.reducer, namespace=kit.namespace)
-        return message_graph(kit, model, merge, checkpointer)
+        return kit.message_graph(model, merge, checkpointer)
     if approach == "middleware":
         return middleware_agent(kit, model, memory, checkpointer)
     return react_agent(kit, model, memory, checkpointer)
@@ -117,8 +96,7 @@ def test_sixty_turns_sync(approach: str, kit: Any) -> None:
     graph = build(approach, kit, model, memory, InMemorySaver())
     config = {"configurable": {"thread_id": "t-1", "memory_namespace": kit.namespace}}
     for turn in range(TURNS):
-        new = first_input(kit) if turn == 0 and preserve_first(approach) else [kit.human(turn)]
-        graph.invoke({"messages": new}, config)
+        graph.invoke(turn_input(kit, approach, turn), config)
     final = graph.get_state(config).values["messages"]
     items = store.search(kit.namespace, limit=10_000)
     check(approach, kit, model, memory, items, store.list_namespaces(), final)
@@ -144,8 +122,7 @@ async def test_sixty_turns_async_sqlite(
         graph = build(approach, kit, model, memory, saver)
         config = {"configurable": {"thread_id": "t-1", "memory_namespace": kit.namespace}}
         for turn in range(TURNS):
-            new = first_input(kit) if turn == 0 and preserve_first(approach) else [kit.human(turn)]
-            await graph.ainvoke({"messages": new}, config)
+            await graph.ainvoke(turn_input(kit, approach, turn), config)
         final = (await graph.aget_state(config)).values["messages"]
     items = await store.asearch(kit.namespace, limit=10_000)
     check(approach, kit, model, memory, items, await store.alist_namespaces(), final)
