@@ -197,7 +197,7 @@ def postgres_url() -> Iterator[str]:
             conn.execute("SELECT 1")
     except psycopg.OperationalError as exc:
         pytest.skip(
-            f"PostgreSQL is not reachable at {url} ({str(exc).strip()[:120]}); start a server "
+            f"PostgreSQL is not reachable at {url} ({str(exc).splitlines()[0]}); start a server "
             f"with trust auth and a database 'test', or set {POSTGRES_URL_ENV} to "
             "postgresql://USER@HOST:PORT/DB"
         )
