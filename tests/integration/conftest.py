@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -164,13 +164,13 @@ def assert_memory_complete(
     memory: Memory,
     model: ScriptedChatModel,
     final: Sequence[BaseMessage],
-    system_ids: set[str] = frozenset(),  # type: ignore[assignment]
+    system_ids: Collection[str] = (),
 ) -> None:
     """Every message that left the conversation is in the store, once, under NAMESPACE."""
     assert list(namespaces) == [NAMESPACE]
     stored = {item.key for item in items}
     kept = {m.id for m in final}
-    gone = ids_seen(model, final) - kept - system_ids
+    gone = ids_seen(model, final) - kept - set(system_ids)
     assert gone, "the run never pruned anything"
     assert stored == gone
     assert set(memory.deliveries.counts) == gone
@@ -205,15 +205,23 @@ def postgres_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def postgres_schema(postgres_url: str) -> Iterator[tuple[str, str]]:
-    """A fresh schema (dropped afterwards) so reruns and parallel runs never collide."""
+def postgres(postgres_url: str) -> Iterator[dict[str, Any]]:
+    """psycopg ``connect`` arguments for a fresh schema, dropped afterwards, so reruns
+    and parallel runs never collide (what LangGraph's Postgres classes need, too)."""
     import psycopg
+    from psycopg.rows import dict_row
 
     schema = f"agentstate_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     try:
-        yield postgres_url, schema
+        yield {
+            "conninfo": postgres_url,
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "options": f"-c search_path={schema}",
+        }
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

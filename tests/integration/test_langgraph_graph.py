@@ -54,6 +54,11 @@ def test_ids_are_assigned_and_message_likes_are_coerced() -> None:
     assert all(m.id for m in merged)
 
 
+def test_a_tuple_is_one_message_as_in_add_messages() -> None:
+    merged = merge_with()([], ("user", "hi"))
+    assert [(type(m).__name__, m.content) for m in merged] == [("HumanMessage", "hi")]
+
+
 def test_a_message_with_a_known_id_replaces_it_in_place() -> None:
     merge = merge_with()
     left = merge([], [HumanMessage(content="a", id="1"), AIMessage(content="b", id="2")])

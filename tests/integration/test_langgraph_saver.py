@@ -431,27 +431,18 @@ async def test_conformance(name: str) -> None:
     assert sum(r.tests_passed for r in report.results.values()) > 20
 
 
-async def test_conformance_on_postgres(postgres_schema: tuple[str, str]) -> None:
+async def test_conformance_on_postgres(postgres: dict[str, Any]) -> None:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg import AsyncConnection
-    from psycopg.rows import dict_row
-
-    url, schema = postgres_schema
 
     @asynccontextmanager
-    async def postgres() -> AsyncIterator[AsyncPostgresSaver]:
-        async with await AsyncConnection.connect(
-            url,
-            autocommit=True,
-            prepare_threshold=0,
-            row_factory=dict_row,
-            options=f"-c search_path={schema}",
-        ) as conn:
+    async def postgres_saver() -> AsyncIterator[AsyncPostgresSaver]:
+        async with await AsyncConnection.connect(**postgres) as conn:
             saver = AsyncPostgresSaver(conn)  # type: ignore[arg-type]
             await saver.setup()
             yield saver
 
-    report, inner_caps = await run_conformance("AsyncPostgresSaver", postgres)
+    report, inner_caps = await run_conformance("AsyncPostgresSaver", postgres_saver)
     failures = {k: r.failures for k, r in report.results.items() if r.failures}
     assert report.passed_all(), failures
     assert "prune" in inner_caps

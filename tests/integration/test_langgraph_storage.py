@@ -111,18 +111,11 @@ def test_sqlite_storage_grows_linearly(kit: Any, tmp_path: Any) -> None:
 
 
 @contextmanager
-def postgres_saver(url: str, schema: str) -> Iterator[tuple[Any, Callable[[], int]]]:
+def postgres_saver(connect: dict[str, Any]) -> Iterator[tuple[Any, Callable[[], int]]]:
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg import Connection
-    from psycopg.rows import dict_row
 
-    with Connection.connect(
-        url,
-        autocommit=True,
-        prepare_threshold=0,
-        row_factory=dict_row,
-        options=f"-c search_path={schema}",
-    ) as conn:
+    with Connection.connect(**connect) as conn:
         saver = PostgresSaver(conn)  # type: ignore[arg-type]
         saver.setup()
 
@@ -139,9 +132,8 @@ def postgres_saver(url: str, schema: str) -> Iterator[tuple[Any, Callable[[], in
         yield saver, stored
 
 
-def test_postgres_storage_grows_linearly(kit: Any, postgres_schema: tuple[str, str]) -> None:
-    url, schema = postgres_schema
-    with postgres_saver(url, schema) as (saver, stored):
+def test_postgres_storage_grows_linearly(kit: Any, postgres: dict[str, Any]) -> None:
+    with postgres_saver(postgres) as (saver, stored):
         plain = run(kit, saver, stored)
         saver.delete_thread("t-1")
         memory = kit.memory(InMemoryStore(), max_messages=MAX_MESSAGES)

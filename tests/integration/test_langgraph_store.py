@@ -182,19 +182,11 @@ async def test_background_moves_async_store_writes_off_the_loop() -> None:
         assert sorted(i.key for i in found) == ["a0", "a1", "h0", "t0"]
 
 
-def test_postgres_store(postgres_schema: tuple[str, str]) -> None:
+def test_postgres_store(postgres: dict[str, Any]) -> None:
     from langgraph.store.postgres import PostgresStore
     from psycopg import Connection
-    from psycopg.rows import dict_row
 
-    url, schema = postgres_schema
-    with Connection.connect(
-        url,
-        autocommit=True,
-        prepare_threshold=0,
-        row_factory=dict_row,
-        options=f"-c search_path={schema}",
-    ) as conn:
+    with Connection.connect(**postgres) as conn:
         store = PostgresStore(conn)
         store.setup()
         reducer_for(store).reduce(conversation(), namespace=("memories", "alice"))
@@ -203,19 +195,11 @@ def test_postgres_store(postgres_schema: tuple[str, str]) -> None:
         assert stored["a0"]["tool_calls"][0]["name"] == "weather"
 
 
-async def test_async_postgres_store(postgres_schema: tuple[str, str]) -> None:
+async def test_async_postgres_store(postgres: dict[str, Any]) -> None:
     from langgraph.store.postgres.aio import AsyncPostgresStore
     from psycopg import AsyncConnection
-    from psycopg.rows import dict_row
 
-    url, schema = postgres_schema
-    async with await AsyncConnection.connect(
-        url,
-        autocommit=True,
-        prepare_threshold=0,
-        row_factory=dict_row,
-        options=f"-c search_path={schema}",
-    ) as conn:
+    async with await AsyncConnection.connect(**postgres) as conn:
         store = AsyncPostgresStore(conn)
         await store.setup()
         await reducer_for(store).areduce(conversation(), namespace="alice")

@@ -33,6 +33,13 @@ def run_namespace(reducer: MessageReducer) -> Any:
     return memory_namespace(reducer, config)
 
 
+def _as_update(value: Any) -> list[Any]:
+    # add_messages' coercion: a tuple such as ("user", "hi") is one message, not a list.
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
 def _without_stale_removals(left: list[Any], right: list[Any]) -> list[Any]:
     """Drop ``RemoveMessage`` updates for ids that are no longer in the list.
 
@@ -75,8 +82,8 @@ def reducing_add_messages(
         raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
 
     def merge(left: Any, right: Any) -> list[Any]:
-        existing = as_message_list(left)
-        update = _without_stale_removals(existing, as_message_list(right))
+        existing = _as_update(left)
+        update = _without_stale_removals(existing, _as_update(right))
         merged = cast(list[Any], add_messages(existing, update))
         if namespace is not None:
             where = namespace

@@ -31,7 +31,7 @@ def _as_namespace(value: object, name: str) -> tuple[str, ...]:
     )
 
 
-def memory_record(message: object, pruned_at: str, index: int = 0) -> dict[str, Any]:
+def _record(message: object, pruned_at: str, index: int = 0) -> dict[str, Any]:
     """The store value for one pruned message: role, text, tool calls, time of pruning."""
     parts = message_parts(message, index)
     return {
@@ -88,7 +88,7 @@ class StoreHook:
         now = datetime.now(timezone.utc).isoformat()
         ops = []
         for i, message in enumerate(pruned):
-            record = memory_record(message, now, i)
+            record = _record(message, now, i)
             ops.append(PutOp(labels, _key(message, record), record, index=self.index))
         return ops
 
