@@ -46,8 +46,7 @@ def _without_stale_removals(left: list[Any], right: list[Any]) -> list[Any]:
     Pruning removes messages a node may still hold; removing one of those again is a
     no-op here instead of ``add_messages``' ``ValueError``.
     """
-    removals = [m for m in right if isinstance(m, RemoveMessage)]
-    if not removals:
+    if not any(isinstance(m, RemoveMessage) for m in right):
         return right
     known = {message_id(m) for m in left}
     known.update(message_id(m) for m in right if not isinstance(m, RemoveMessage))
