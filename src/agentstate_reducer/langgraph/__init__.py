@@ -1,0 +1,53 @@
+"""LangGraph and LangChain agents: bound the history in the graph, at persistence, per model call.
+
+Needs the extra: ``pip install "agentstate-reducer[langgraph]"``.
+
+Three places to bound a conversation (see ``docs/langgraph.md`` for which to pick):
+
+* in the graph: :func:`reducing_add_messages` merges like ``add_messages`` and then prunes;
+* at persistence: :class:`ReducingSaver` reduces each checkpoint as it is written;
+* before each model call: :class:`ReducingMiddleware` (``langchain.agents``) and
+  :func:`reducing_pre_model_hook` (``create_react_agent``) emit ``RemoveMessage`` updates.
+
+:func:`store_hook` hands what was pruned to any LangGraph ``BaseStore``.
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "ReducingMiddleware",
+    "ReducingSaver",
+    "aapply_reducer",
+    "apply_reducer",
+    "memory_namespace",
+    "reducing_add_messages",
+    "reducing_pre_model_hook",
+    "store_hook",
+)
+
+from typing import TYPE_CHECKING, Any
+
+try:
+    import langchain_core.messages  # noqa: F401
+    import langgraph.graph.message  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess
+    raise ImportError(
+        "agentstate_reducer.langgraph needs LangGraph; install it with "
+        'pip install "agentstate-reducer[langgraph]"'
+    ) from exc
+
+from ._graph import reducing_add_messages, reducing_pre_model_hook
+from ._saver import ReducingSaver, aapply_reducer, apply_reducer, memory_namespace
+from ._store import store_hook
+
+if TYPE_CHECKING:
+    from ._middleware import ReducingMiddleware
+
+
+def __getattr__(name: str) -> Any:
+    # langchain (for langchain.agents) is imported only when the middleware is asked for.
+    if name == "ReducingMiddleware":
+        from ._middleware import ReducingMiddleware
+
+        return ReducingMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,55 @@
+"""Before each model call of a ``langchain.agents`` agent: bound the stored history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess
+    raise ImportError(
+        "ReducingMiddleware needs langchain (langchain.agents); install it with "
+        'pip install "agentstate-reducer[langgraph]"'
+    ) from exc
+from langgraph.runtime import Runtime
+
+from ..reducer import MessageReducer
+from ._graph import removal_update, run_namespace
+
+__all__ = ("ReducingMiddleware",)
+
+
+class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """``create_agent`` middleware that bounds the stored history before each model call.
+
+    ``before_model`` reduces ``state["messages"]`` and returns ``RemoveMessage``
+    updates for the pruned ids (or replaces the whole list when a summary is
+    injected), so both the model and the checkpoint see the bounded list. Pruned
+    messages reach the reducer's hooks under :func:`memory_namespace` of the run
+    config. ``abefore_model`` (under ``ainvoke``) awaits ``areduce()``.
+
+    Example:
+        >>> from langchain.agents import create_agent                 # doctest: +SKIP
+        >>> agent = create_agent(model, tools, middleware=[ReducingMiddleware(reducer)])
+    """
+
+    def __init__(self, reducer: MessageReducer) -> None:
+        if not isinstance(reducer, MessageReducer):
+            raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+        super().__init__()
+        #: The reducer run before each model call.
+        self.reducer = reducer
+
+    def before_model(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        existing = list(state["messages"])
+        result = self.reducer.reduce(existing, namespace=run_namespace(self.reducer))
+        return removal_update(existing, result) or None
+
+    async def abefore_model(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        existing = list(state["messages"])
+        result = await self.reducer.areduce(existing, namespace=run_namespace(self.reducer))
+        return removal_update(existing, result) or None

@@ -1,0 +1,154 @@
+"""Long-term memory: write each pruned message to a LangGraph ``BaseStore``."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Awaitable
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from langgraph.store.base import BaseStore, PutOp
+
+from ..messages import message_id, message_parts
+
+__all__ = ("StoreHook", "store_hook")
+
+
+def _as_namespace(value: object, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) and value:
+        return (value,)
+    if (
+        isinstance(value, (tuple, list))
+        and value
+        and all(isinstance(label, str) and label for label in value)
+    ):
+        return tuple(value)
+    raise ValueError(
+        f"{name} must be a non-empty string or a non-empty tuple of non-empty strings, "
+        f"got {value!r}"
+    )
+
+
+def _record(message: object, pruned_at: str, index: int = 0) -> dict[str, Any]:
+    """The store value for one pruned message: role, text, tool calls, time of pruning."""
+    parts = message_parts(message, index)
+    return {
+        "role": parts.role,
+        "content": "\n".join(parts.texts),
+        "tool_calls": [{"name": name, "arguments": args} for name, args in parts.tool_calls],
+        "tool_call_id": parts.tool_call_id,
+        "name": parts.name,
+        "pruned_at": pruned_at,
+    }
+
+
+def _key(message: object, record: dict[str, Any]) -> str:
+    ident = message_id(message)
+    if ident is not None:
+        return ident
+    # No id: a digest of what was said, so a redelivery still overwrites.
+    said = {k: v for k, v in record.items() if k != "pruned_at"}
+    text = json.dumps(said, sort_keys=True, ensure_ascii=False, default=str)
+    return "sha256-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class StoreHook:
+    """An ``on_prune`` hook writing each pruned message to a LangGraph store.
+
+    Build it with :func:`store_hook`. One call writes one batch of ``PutOp``.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        default_namespace: str | tuple[str, ...],
+        index: Literal[False] | list[str] | None,
+    ) -> None:
+        if not isinstance(store, BaseStore):
+            raise TypeError(f"store must be a LangGraph BaseStore, got {store!r}")
+        #: The store written to.
+        self.store = store
+        #: Namespace used when the reducer was given none.
+        self.default_namespace = _as_namespace(default_namespace, "default_namespace")
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"store_hook({self.store!r}, default_namespace={self.default_namespace!r})"
+
+    def ops(self, pruned: list[Any], namespace: Any) -> list[PutOp]:
+        """The ``PutOp`` batch for ``pruned`` under ``namespace`` (a string is one label)."""
+        labels = (
+            self.default_namespace
+            if namespace is None
+            else _as_namespace(namespace, "namespace")
+        )
+        now = datetime.now(timezone.utc).isoformat()
+        ops = []
+        for i, message in enumerate(pruned):
+            record = _record(message, now, i)
+            ops.append(PutOp(labels, _key(message, record), record, index=self.index))
+        return ops
+
+    def __call__(self, pruned: list[Any], namespace: Any = None) -> Awaitable[Any] | None:
+        """Write ``pruned``; return an awaitable only for an async store on its own loop."""
+        ops = self.ops(pruned, namespace)
+        if not ops:
+            return None
+        try:
+            self.store.batch(ops)
+        except asyncio.InvalidStateError:
+            # An async store (AsyncSqliteStore, AsyncPostgresStore) refuses sync calls
+            # on its event loop before doing anything; areduce() awaits this instead.
+            return self.store.abatch(ops)
+        return None
+
+
+def store_hook(
+    store: BaseStore,
+    *,
+    default_namespace: str | tuple[str, ...] = ("memories",),
+    index: Literal[False] | list[str] | None = None,
+) -> StoreHook:
+    """Return an ``on_prune`` hook that writes each pruned message to ``store``.
+
+    Each message is put under the namespace the reducer forwards (a string becomes
+    a one-element tuple; ``None`` uses ``default_namespace``), keyed by its id so a
+    redelivery overwrites instead of duplicating (id-less messages are keyed by a
+    digest of their content). The value holds ``role``, ``content`` (text),
+    ``tool_calls`` (``name`` and JSON ``arguments``), ``tool_call_id``, ``name`` and
+    ``pruned_at`` (ISO 8601, UTC).
+
+    Sync and async: the hook writes synchronously with ``store.batch`` and returns
+    ``None``, so it works with ``reduce()``. The one exception is an async store
+    (``AsyncSqliteStore``, ``AsyncPostgresStore``) called on its own event loop, where
+    a sync call would deadlock: there it returns ``store.abatch(...)``, which
+    ``await reducer.areduce(...)`` awaits (``reduce()`` raises ``TypeError`` instead).
+    Wrap it in :class:`~agentstate_reducer.Background` to move the writes off the
+    caller's thread.
+
+    Args:
+        store: any LangGraph ``BaseStore`` (``InMemoryStore``, ``SqliteStore``,
+            ``PostgresStore`` and their async twins).
+        default_namespace: where messages go when ``reduce()`` got no namespace.
+        index: passed to each ``PutOp`` (``False`` skips the store's embedding index).
+
+    Raises:
+        TypeError: ``store`` is not a ``BaseStore``.
+        ValueError: ``default_namespace`` is not a string or tuple of strings.
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> from agentstate_reducer import MessageReducer, ReducerConfig
+        >>> store = InMemoryStore()
+        >>> reducer = MessageReducer(config=ReducerConfig(
+        ...     min_messages=1, max_messages=2, preserve_first=False,
+        ...     on_prune=[store_hook(store)]))
+        >>> history = [{"role": "user", "content": str(i), "id": f"m{i}"} for i in range(3)]
+        >>> _ = reducer.reduce(history, namespace="alice")
+        >>> sorted(item.key for item in store.search(("alice",)))
+        ['m0', 'm1']
+    """
+    return StoreHook(store, default_namespace=default_namespace, index=index)

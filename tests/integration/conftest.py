@@ -1,0 +1,276 @@
+"""Shared pieces for the LangGraph integration tests: a scripted chat model that checks
+every context it receives, a real tool, delivery counting, and a PostgreSQL fixture."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import tool
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.store.base import BaseStore
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.langgraph import store_hook
+
+POSTGRES_URL_ENV = "AGENTSTATE_TEST_POSTGRES_URL"
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+NAMESPACE = ("memories", "alice")
+SYSTEM_PROMPT = "You answer questions with the lookup tool."
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look a query up."""
+    return f"result for {query}: " + "lorem ipsum " * 12
+
+
+def assert_tool_pairs(messages: Sequence[BaseMessage]) -> None:
+    """Fail unless each ai tool call is directly followed by exactly its results.
+
+    That rules out an orphaned tool result (no call before it) and a dangling tool
+    call (no result after it), the two shapes chat APIs reject.
+    """
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if isinstance(message, ToolMessage):
+            raise AssertionError(
+                f"orphaned tool result {message.tool_call_id!r} at index {i}: "
+                f"{[type(m).__name__ for m in messages]}"
+            )
+        i += 1
+        if isinstance(message, AIMessage) and message.tool_calls:
+            wanted = [call["id"] for call in message.tool_calls]
+            answered = []
+            while i < len(messages) and isinstance(messages[i], ToolMessage):
+                answered.append(messages[i].tool_call_id)  # type: ignore[union-attr]
+                i += 1
+            if sorted(answered) != sorted(wanted):  # type: ignore[type-var]
+                raise AssertionError(
+                    f"dangling tool call: ai message {message.id!r} issued {wanted} "
+                    f"but is followed by results for {answered}"
+                )
+
+
+def build_script(turns: int) -> list[AIMessage]:
+    """The model's replies, in call order: per turn 0, 1 or 2 tool calls, then an answer."""
+    script: list[AIMessage] = []
+    for turn in range(turns):
+        calls = (1, 2, 0)[turn % 3]
+        if calls:
+            script.append(
+                AIMessage(
+                    content="",
+                    id=f"ai-{turn}-call",
+                    tool_calls=[
+                        {"name": "lookup", "args": {"query": f"q{turn}.{k}"}, "id": f"c{turn}.{k}"}
+                        for k in range(calls)
+                    ],
+                )
+            )
+        script.append(AIMessage(content=f"answer {turn} " + "dolor sit " * 8, id=f"ai-{turn}"))
+    return script
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """Replies from a script; on every call, first checks the context it was given."""
+
+    #: Every context received, system messages included.
+    contexts: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        body = [m for m in messages if not isinstance(m, SystemMessage)]
+        assert_tool_pairs(body)
+        self.contexts.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def scripted_model(turns: int) -> ScriptedChatModel:
+    return ScriptedChatModel(messages=iter(build_script(turns)))
+
+
+def human(turn: int) -> HumanMessage:
+    return HumanMessage(content=f"turn {turn}: please look this up", id=f"human-{turn}")
+
+
+@dataclass
+class Deliveries:
+    """An on_prune hook counting how often each message id reached the hooks."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    namespaces: set[Any] = field(default_factory=set)
+
+    def __call__(self, pruned: list[Any], namespace: Any) -> None:
+        self.namespaces.add(namespace if not isinstance(namespace, list) else tuple(namespace))
+        for message in pruned:
+            self.counts[message.id] += 1
+
+
+@dataclass
+class Memory:
+    """A reducer wired to a store and a delivery counter."""
+
+    reducer: MessageReducer
+    deliveries: Deliveries
+
+
+def make_memory(
+    store: BaseStore, *, preserve_first: bool = True, min_messages: int = 10, max_messages: int = 20
+) -> Memory:
+    deliveries = Deliveries()
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=min_messages,
+            max_messages=max_messages,
+            preserve_first=preserve_first,
+            on_prune=[store_hook(store), deliveries],
+        )
+    )
+    return Memory(reducer, deliveries)
+
+
+def ids_seen(model: ScriptedChatModel, final: Sequence[BaseMessage]) -> set[str]:
+    """Ids of every message that ever was in the conversation (none is lost unseen)."""
+    seen = {m.id for context in model.contexts for m in context if m.id is not None}
+    seen.update(m.id for m in final if m.id is not None)
+    return seen
+
+
+def assert_memory_complete(
+    items: Sequence[Any],
+    namespaces: Sequence[tuple[str, ...]],
+    memory: Memory,
+    model: ScriptedChatModel,
+    final: Sequence[BaseMessage],
+    system_ids: Collection[str] = (),
+) -> None:
+    """Every message that left the conversation is in the store, once, under NAMESPACE."""
+    assert list(namespaces) == [NAMESPACE]
+    stored = {item.key for item in items}
+    kept = {m.id for m in final}
+    gone = ids_seen(model, final) - kept - set(system_ids)
+    assert gone, "the run never pruned anything"
+    assert stored == gone
+    assert set(memory.deliveries.counts) == gone
+    assert max(memory.deliveries.counts.values()) == 1, memory.deliveries.counts.most_common(3)
+    assert memory.deliveries.namespaces == {NAMESPACE}
+    by_key = {item.key: item.value for item in items}
+    for turn_id in (k for k in gone if k.startswith("ai-") and k.endswith("-call")):
+        assert by_key[turn_id]["role"] == "ai"
+        assert by_key[turn_id]["tool_calls"][0]["name"] == "lookup"
+        assert by_key[turn_id]["pruned_at"]
+
+
+def max_context(model: ScriptedChatModel) -> int:
+    return max(len([m for m in c if not isinstance(m, SystemMessage)]) for c in model.contexts)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A reachable PostgreSQL URL, or a skip saying how to provide one."""
+    psycopg = pytest.importorskip("psycopg")
+    url = os.environ.get(POSTGRES_URL_ENV, DEFAULT_POSTGRES_URL)
+    try:
+        with psycopg.connect(url, connect_timeout=3, autocommit=True) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError as exc:
+        pytest.skip(
+            f"PostgreSQL is not reachable at {url} ({str(exc).splitlines()[0]}); start a server "
+            f"with trust auth and a database 'test', or set {POSTGRES_URL_ENV} to "
+            "postgresql://USER@HOST:PORT/DB"
+        )
+    yield url
+
+
+@pytest.fixture
+def postgres(postgres_url: str) -> Iterator[dict[str, Any]]:
+    """psycopg ``connect`` arguments for a fresh schema, dropped afterwards, so reruns
+    and parallel runs never collide (what LangGraph's Postgres classes need, too)."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    schema = f"agentstate_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield {
+            "conninfo": postgres_url,
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "options": f"-c search_path={schema}",
+        }
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def message_graph(model: Any, merge: Any, checkpointer: Any) -> Any:
+    """agent -> tools -> agent ... over a ``messages`` channel merged by ``merge``."""
+    # Functional syntax: the class form would resolve ``merge`` from module globals.
+    state = TypedDict("state", {"messages": Annotated[list[AnyMessage], merge]})  # noqa: UP013
+
+    def agent(s: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [model.invoke(s["messages"])]}
+
+    async def aagent(s: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(s["messages"])]}
+
+    builder = StateGraph(state)
+    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def turn_input(turn: int) -> dict[str, Any]:
+    """Graph input for a turn of ``message_graph``: the system message comes first."""
+    if turn == 0:
+        return {"messages": [SystemMessage(content=SYSTEM_PROMPT, id="system"), human(0)]}
+    return {"messages": [human(turn)]}
+
+
+@dataclass(frozen=True)
+class Kit:
+    """What the agent tests share, handed out by the ``kit`` fixture."""
+
+    namespace: tuple[str, ...] = NAMESPACE
+    system_prompt: str = SYSTEM_PROMPT
+    tools: tuple[Any, ...] = (lookup,)
+    model: Callable[[int], ScriptedChatModel] = scripted_model
+    human: Callable[[int], HumanMessage] = human
+    memory: Callable[..., Memory] = make_memory
+    assert_memory_complete: Callable[..., None] = assert_memory_complete
+    assert_tool_pairs: Callable[[Sequence[BaseMessage]], None] = assert_tool_pairs
+    max_context: Callable[[ScriptedChatModel], int] = max_context
+    message_graph: Callable[[Any, Any, Any], Any] = message_graph
+    turn_input: Callable[[int], dict[str, Any]] = turn_input
+
+
+@pytest.fixture
+def kit() -> Kit:
+    return Kit()
