@@ -177,9 +177,7 @@ def _to_objects(history: list[dict[str, Any]]) -> list[Any]:
 def _run(history: list[dict[str, Any]], case: dict[str, Any], budget: int) -> None:
     ours_counter, lc_counter = COUNTERS[case["counter"]]
     params = {
-        k: v
-        for k, v in case.items()
-        if k not in ("counter", "splitter", "shape") and v is not None
+        k: v for k, v in case.items() if k not in ("counter", "splitter", "shape") and v is not None
     }
     splitter = SPLITTERS[case["splitter"]]
     if splitter is not None:

@@ -91,6 +91,20 @@ def _counts_one_message(fn: Callable[..., Any]) -> bool:
     return not _is_list_annotation(annotation)
 
 
+class _Views:
+    """Message views, each read once, on demand."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self._messages = messages
+        self._views: list[MessageView | None] = [None] * len(messages)
+
+    def __getitem__(self, index: int) -> MessageView:
+        view = self._views[index]
+        if view is None:
+            view = self._views[index] = read_message(self._messages[index], index)
+        return view
+
+
 class _Sizer:
     """Token cost of candidate results.
 
@@ -98,8 +112,9 @@ class _Sizer:
     counter, the counter sees each candidate list in conversation order.
     """
 
-    def __init__(self, messages: list[Any], token_counter: Any) -> None:
+    def __init__(self, messages: list[Any], views: _Views, token_counter: Any) -> None:
         self._messages = messages
+        self._views = views
         self.per_message: TokenCounter | None = None
         self._whole: Callable[[list[Any]], Any] | None = None
         if (
@@ -117,6 +132,7 @@ class _Sizer:
         count = self._counts.get(index)
         if count is None:
             assert self.per_message is not None
+            self._views[index]  # an unreadable message fails here, naming its index
             count = self._counts[index] = self.per_message(self._messages[index])
         return count
 
@@ -262,20 +278,6 @@ def _partial(
 # -- tool pairs ------------------------------------------------------------------------
 
 
-class _Views:
-    """Message views, each read once, on demand."""
-
-    def __init__(self, messages: list[Any]) -> None:
-        self._messages = messages
-        self._views: list[MessageView | None] = [None] * len(messages)
-
-    def __getitem__(self, index: int) -> MessageView:
-        view = self._views[index]
-        if view is None:
-            view = self._views[index] = read_message(self._messages[index], index)
-        return view
-
-
 def _links(
     views: _Views, n: int, start: int, stop: int
 ) -> tuple[dict[tuple[int, str], int], dict[int, list[tuple[int, str]]]]:
@@ -332,7 +334,8 @@ def _drop_split_pairs(
     results: dict[int, list[tuple[int, str]]],
     copies: _Copies,
 ) -> _Kept:
-    """Remove kept tool results whose call is gone and kept callers whose results are gone."""
+    """Remove kept tool results whose call is not kept (or was never issued), and kept
+    ai messages whose results were trimmed, until neither is left."""
     while True:
         current = {i: copies.get(i) or views[i] for i, _ in kept}
         calls = {i: set(v.calls) for i, v in current.items() if v.calls}
@@ -341,7 +344,7 @@ def _drop_split_pairs(
         for j, found in answers.items():
             for call in found:
                 p = parent.get((j, call))
-                if p is not None and call not in calls.get(p, ()):
+                if p is None or call not in calls.get(p, ()):
                     drop.add(j)
         for i, found in calls.items():
             for j, call in results.get(i, ()):
@@ -451,8 +454,8 @@ def trim_messages(
     split = _splitter(text_splitter) if allow_partial else _split_lines
     ends = _TypeMatch("end_on", end_on) if end_on else None
     starts = _TypeMatch("start_on", start_on) if start_on else None
-    sizer = _Sizer(items, token_counter)
     views = _Views(items)
+    sizer = _Sizer(items, views, token_counter)
     if strategy == "first":
         head, body, copies = _first(items, sizer, max_tokens, allow_partial, split)
     else:
@@ -460,16 +463,19 @@ def trim_messages(
             items, views, sizer, max_tokens, allow_partial, split, include_system, ends
         )
 
+    def is_a(match: _TypeMatch, entry: tuple[int, Any]) -> bool:
+        return match(entry[1], copies.get(entry[0]) or views[entry[0]])
+
     def trim_ends(kept: _Kept) -> _Kept:
+        stop = len(kept)
         if ends is not None:  # a no-op for "last" until tool pairs are dropped
-            while kept and not ends(kept[-1][1], copies.get(kept[-1][0]) or views[kept[-1][0]]):
-                kept = kept[:-1]
+            while stop and not is_a(ends, kept[stop - 1]):
+                stop -= 1
+        start = 0
         if starts is not None:
-            for k, (i, m) in enumerate(kept):
-                if starts(m, copies.get(i) or views[i]):
-                    return kept[k:]
-            return []
-        return kept
+            while start < stop and not is_a(starts, kept[start]):
+                start += 1
+        return kept[start:stop]
 
     body = trim_ends(body)
     if keep_tool_pairs and body:
