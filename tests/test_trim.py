@@ -10,12 +10,15 @@ import copy
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from histories import ai, histories, human, results, system
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain.agents import AgentState, create_agent
+from langchain.agents.middleware import wrap_model_call
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.load import dumpd
 from langchain_core.messages import (
     AIMessage,
@@ -25,10 +28,13 @@ from langchain_core.messages import (
     messages_from_dict,
     messages_to_dict,
 )
+from langgraph.checkpoint.memory import InMemorySaver
 
 from agentstate_reducer import (
     ConfigError,
     MessageFormatError,
+    MessageReducer,
+    ReducerConfig,
     resolve_token_counter,
     trim_messages,
 )
@@ -759,3 +765,47 @@ def test_message_content_and_with_content_on_every_shape() -> None:
             assert type(copied) is type(message)
             assert message_id(copied) == message_id(message)
             assert read_message(copied).role == read_message(message).role
+
+
+_AGENT_REDUCER = MessageReducer(
+    config=ReducerConfig(min_messages=6, max_messages=10, preserve_first=False)
+)
+
+
+class _AgentTestState(AgentState):  # type: ignore[type-arg]
+    messages: Annotated[list[Any], _AGENT_REDUCER.as_langgraph_reducer()]
+
+
+def test_model_sees_the_trim_and_state_keeps_the_reduced_history() -> None:
+    """docs/trim.md: trim in a model-call middleware, bound the stored state with a reducer."""
+    seen: list[list[Any]] = []
+
+    class Model(GenericFakeChatModel):
+        def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            seen.append(list(messages))
+            return super()._generate(messages, *args, **kwargs)
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    @wrap_model_call  # type: ignore[arg-type]
+    def fit_context(request: Any, handler: Any) -> Any:
+        window = trim_messages(request.messages, max_tokens=3, token_counter=len, start_on="human")
+        return handler(request.override(messages=window))
+
+    model = Model(messages=iter([AIMessage(f"answer {i}", id=f"a{i}") for i in range(20)]))
+    agent = create_agent(
+        model,
+        tools=[],
+        middleware=[fit_context],
+        state_schema=_AgentTestState,
+        checkpointer=InMemorySaver(),
+        system_prompt="be brief",
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    for i in range(8):
+        out = agent.invoke({"messages": [HumanMessage(f"q{i}", id=f"q{i}")]}, config)
+    stored = [m.content for m in out["messages"]]
+    assert stored == ["q5", "answer 5", "q6", "answer 6", "q7", "answer 7"]
+    assert [m.content for m in seen[-1]] == ["be brief", "q6", "answer 6", "q7"]
+    assert all(len(call) <= 4 for call in seen)
