@@ -14,6 +14,7 @@ __all__ = (
     "RememberFn",
     "default_summary_messages_factory",
     "resolve_token_counter",
+    "trim_messages",
 )
 
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
@@ -22,3 +23,4 @@ from .hooks import Background
 from .reducer import MessageReducer
 from .summary import default_summary_messages_factory
 from .tokens import resolve_token_counter
+from .trim import trim_messages

@@ -12,9 +12,11 @@ how text is stored.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .errors import MessageFormatError
 
@@ -27,11 +29,13 @@ __all__ = (
     "TOOL",
     "MessageParts",
     "MessageView",
+    "message_content",
     "message_id",
     "message_parts",
     "normalize_role",
     "read_message",
     "read_messages",
+    "with_content",
 )
 
 HUMAN = "human"
@@ -69,6 +73,8 @@ _MEDIA_BLOCKS = frozenset(
     {"image", "image_url", "input_image", "audio", "input_audio", "file", "document", "video"}
 )
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+
+_M = TypeVar("_M")
 
 
 class MessageView(NamedTuple):
@@ -367,3 +373,35 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
         tool_call_id=_as_id(call_id),
         media=media,
     )
+
+
+def message_content(message: object) -> Any:
+    """The raw ``content`` of a message of any shape, or ``None`` when it has none."""
+    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    return _get(fields, "content")
+
+
+def with_content(message: _M, content: object) -> _M:
+    """A deep copy of ``message`` (same shape and class) whose content is ``content``.
+
+    Nothing is shared with ``message`` or ``content``, so neither is ever mutated.
+    """
+    new = copy.deepcopy(content)
+    if isinstance(message, Mapping):
+        fields = _payload(message)[0]
+        # The payload is the message itself or one nested mapping (``data`` / ``kwargs``).
+        key = next((k for k, v in message.items() if v is fields), None)
+        # Blank the old content before copying: it is replaced, so never worth copying.
+        blank = {k: None if k == "content" else v for k, v in fields.items()}
+        copied: dict[Any, Any] = blank if key is None else {**message, key: blank}
+        copied = copy.deepcopy(copied)
+        (copied if key is None else copied[key])["content"] = new
+        return copied  # type: ignore[return-value]
+    model_copy = getattr(message, "model_copy", None)
+    if callable(model_copy):  # pydantic v2 models, e.g. LangChain messages
+        return model_copy(update={"content": new}, deep=True)  # type: ignore[no-any-return]
+    if dataclasses.is_dataclass(message) and not isinstance(message, type):
+        return dataclasses.replace(copy.deepcopy(message), content=new)
+    copied_obj = copy.deepcopy(message)
+    setattr(copied_obj, "content", new)  # noqa: B010 - duck-typed message objects
+    return copied_obj

@@ -1,0 +1,579 @@
+"""trim_messages: LangChain-compatible trimming to a token budget that never splits a tool pair.
+
+The selection follows ``langchain_core.messages.trim_messages`` (strategies, partial
+messages, ``start_on``/``end_on``, ``include_system``); with ``keep_tool_pairs`` it then
+removes what the cut separated: tool results whose call was trimmed away and ai
+messages whose results were.
+
+Speed: with a per-message counter (``"approximate"``, a chat model, or a callable over
+one message) each message is counted at most once, and only from the end being kept
+until the budget is spent; a callable over a list of messages is called on candidate
+lists found by galloping then bisection, O(log n) calls.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, Union
+
+from .errors import ConfigError
+from .messages import (
+    SYSTEM,
+    MessageView,
+    message_content,
+    normalize_role,
+    read_message,
+    with_content,
+)
+from .tokens import TokenCounter, resolve_token_counter
+
+__all__ = ("MessageTypeSpec", "trim_messages")
+
+M = TypeVar("M")
+
+#: What ``start_on`` / ``end_on`` accept: a role name or alias (``"human"``, ``"user"``,
+#: ``"ai"``, ``"tool"``, ...), a message class, or a sequence of those.
+MessageTypeSpec = str | type | Sequence[str | type]
+
+_LIST_TYPES = (list, tuple, Sequence, Iterable, Collection)
+
+#: Kept messages as ``(input index, message)``; a partial message is a copy at its index.
+_Kept = list[tuple[int, Any]]
+#: Views of the partial copies, by input index.
+_Copies = dict[int, MessageView]
+
+
+# -- token counters ---------------------------------------------------------------
+
+
+def _first_param_annotation(fn: Callable[..., Any]) -> Any:
+    """The annotation of ``fn``'s first parameter, evaluated when possible, else ``None``."""
+    try:
+        try:
+            signature = inspect.signature(fn, eval_str=True)
+        except Exception:  # an unresolvable forward reference: keep the annotation's text
+            signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins such as ``len`` may have no signature
+        return None
+    params = list(signature.parameters.values())
+    if not params or params[0].annotation is inspect.Parameter.empty:
+        return None
+    return params[0].annotation
+
+
+def _is_list_annotation(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        head = annotation.replace(" ", "").split("[", 1)[0].rsplit(".", 1)[-1]
+        return head.lower() in {"list", "tuple", "sequence", "iterable", "collection"}
+    origin = typing.get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return bool(members) and all(_is_list_annotation(a) for a in members)
+    kind = origin or annotation
+    return isinstance(kind, type) and kind in _LIST_TYPES
+
+
+def _counts_one_message(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` counts one message: its first parameter is annotated with a non-list type.
+
+    Unannotated callables (``len``, lambdas), ``Any`` and ``object`` count a list, as in
+    LangChain; unlike LangChain, any single-message annotation works (``BaseMessage``,
+    ``AIMessage``, ``dict``, ``Mapping[str, Any]``, also under postponed annotations).
+    """
+    annotation = _first_param_annotation(fn)
+    if annotation is None or annotation is Any or annotation is object:
+        return False
+    if annotation in ("Any", "typing.Any", "object"):
+        return False
+    return not _is_list_annotation(annotation)
+
+
+class _Views:
+    """Message views, each read once, on demand."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self._messages = messages
+        self._views: list[MessageView | None] = [None] * len(messages)
+
+    def __getitem__(self, index: int) -> MessageView:
+        view = self._views[index]
+        if view is None:
+            view = self._views[index] = read_message(self._messages[index], index)
+        return view
+
+
+class _Sizer:
+    """Token cost of candidate results.
+
+    With a per-message counter, each message is counted at most once; with a list
+    counter, the counter sees each candidate list in conversation order.
+    """
+
+    def __init__(self, messages: list[Any], views: _Views, token_counter: Any) -> None:
+        self._messages = messages
+        self._views = views
+        self.per_message: TokenCounter | None = None
+        self._whole: Callable[[list[Any]], Any] | None = None
+        if (
+            callable(token_counter)
+            and not hasattr(token_counter, "get_num_tokens_from_messages")
+            and not _counts_one_message(token_counter)
+        ):
+            self._whole = token_counter
+        else:
+            self.per_message = resolve_token_counter(token_counter)
+        self._counts: dict[int, float] = {}
+
+    def one(self, index: int) -> float:
+        """The per-message count of ``messages[index]`` (per-message counters only)."""
+        count = self._counts.get(index)
+        if count is None:
+            assert self.per_message is not None
+            self._views[index]  # an unreadable message fails here, naming its index
+            count = self._counts[index] = self.per_message(self._messages[index])
+        return count
+
+    def cost(self, candidate: list[Any]) -> float:
+        """The list counter's count of a whole candidate list (list counters only)."""
+        assert self._whole is not None
+        return self._whole(candidate)  # type: ignore[no-any-return]
+
+
+def _largest(fits: Callable[[int], bool], lo: int, hi: int) -> int:
+    """Largest ``k`` in ``[lo, hi]`` with ``fits(k)``, or ``lo - 1``; ``fits`` must be monotone.
+
+    Gallops from ``lo`` then bisects, so the probes stay near the answer.
+    """
+    if lo > hi or not fits(lo):
+        return lo - 1
+    good, step = lo, 1
+    while good < hi:
+        probe = min(good + step, hi)
+        if not fits(probe):
+            bad = probe
+            break
+        good, step = probe, step * 2
+    else:
+        return good
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+# -- message types (start_on / end_on) -----------------------------------------------
+
+
+class _TypeMatch:
+    """A parsed ``start_on`` / ``end_on``: role names, and classes matched by ``isinstance``."""
+
+    def __init__(self, name: str, spec: MessageTypeSpec) -> None:
+        items: Iterable[Any] = (spec,) if isinstance(spec, (str, type)) else spec
+        if not isinstance(items, Iterable):
+            raise TypeError(
+                f"{name} must be a role name, a message class or a sequence of them, got {spec!r}"
+            )
+        roles: set[str] = set()
+        classes: list[type] = []
+        for item in items:
+            if isinstance(item, str):
+                roles.add(normalize_role(item))
+            elif isinstance(item, type):
+                classes.append(item)
+            else:
+                raise TypeError(
+                    f"{name} must be a role name, a message class or a sequence of them, "
+                    f"got {item!r} in {spec!r}"
+                )
+        self._roles = frozenset(roles)
+        self._classes = tuple(classes)
+        # A dict has no class to test: match it by the role the class name stands for.
+        self._class_roles = frozenset(normalize_role(c.__name__) for c in classes)
+
+    def __call__(self, message: object, view: MessageView) -> bool:
+        if view.role in self._roles:
+            return True
+        if isinstance(message, Mapping):
+            return view.role in self._class_roles
+        return isinstance(message, self._classes)
+
+
+# -- partial messages ----------------------------------------------------------------
+
+
+def _split_lines(text: str) -> list[str]:
+    """Split after each newline, keeping it, so the pieces join back to ``text``."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + [parts[-1]]
+
+
+def _splitter(text_splitter: Any) -> Callable[[str], list[str]]:
+    if text_splitter is None:
+        return _split_lines
+    split_text = getattr(text_splitter, "split_text", None)  # a LangChain TextSplitter
+    if callable(split_text):
+        return split_text  # type: ignore[no-any-return]
+    if callable(text_splitter):
+        return text_splitter  # type: ignore[no-any-return]
+    raise TypeError(
+        f"text_splitter must be a callable str -> list[str] or an object with split_text(), "
+        f"got {text_splitter!r}"
+    )
+
+
+def _block_text(block: object) -> str | None:
+    """The text of a content block that may be split: a string or a ``text`` block."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") == "text":
+        text = block.get("text")
+        if isinstance(text, str):
+            return text
+    return None
+
+
+def _partial(
+    message: M,
+    fits: Callable[[M], bool],
+    split: Callable[[str], list[str]],
+    keep_end: bool,
+) -> M | None:
+    """The largest part of ``message`` that fits, as a copy, or ``None``.
+
+    List content keeps whole leading (``keep_end``: trailing) blocks; when not even one
+    fits and the first (last) block is text, or the content is a string, it keeps
+    leading (trailing) pieces of that text as string content.
+    """
+    content = message_content(message)
+    text: str | None = None
+    if isinstance(content, list) and content:
+        blocks = list(content)
+
+        def with_blocks(j: int) -> M:
+            return with_content(message, blocks[len(blocks) - j :] if keep_end else blocks[:j])
+
+        j = _largest(lambda j: fits(with_blocks(j)), 1, len(blocks) - 1)
+        if j >= 1:
+            return with_blocks(j)
+        text = _block_text(blocks[-1] if keep_end else blocks[0])
+    elif isinstance(content, str):
+        text = content
+    if text is None:
+        return None
+    pieces = list(split(text))
+
+    def with_pieces(j: int) -> M:
+        return with_content(message, "".join(pieces[len(pieces) - j :] if keep_end else pieces[:j]))
+
+    j = _largest(lambda j: fits(with_pieces(j)), 1, len(pieces))
+    return with_pieces(j) if j >= 1 else None
+
+
+# -- tool pairs ------------------------------------------------------------------------
+
+
+def _links(
+    views: _Views, n: int, start: int, stop: int
+) -> tuple[dict[tuple[int, str], int], dict[int, list[tuple[int, str]]]]:
+    """Tool links of the input run ``[start, stop)``.
+
+    Returns ``(parent, results)``: ``parent[(j, id)]`` is the latest message before ``j``
+    issuing call ``id`` (for answers in the run whose call was issued at all), and
+    ``results[i]`` lists ``(j, id)`` answering calls of ``i`` (for issuers in the run;
+    answers after the run are found by scanning on until each call is answered or
+    issued again). Only the run and what those scans reach is read.
+    """
+    issued: dict[str, int] = {}
+    parent: dict[tuple[int, str], int] = {}
+    results: dict[int, list[tuple[int, str]]] = {}
+    unresolved: dict[str, list[int]] = {}
+    for j in range(start, stop):
+        view = views[j]
+        for call in view.answers:
+            p = issued.get(call)
+            if p is None:
+                unresolved.setdefault(call, []).append(j)
+            else:
+                parent[(j, call)] = p
+                results.setdefault(p, []).append((j, call))
+        for call in view.calls:
+            issued[call] = j
+    i = start - 1
+    while unresolved and i >= 0:
+        for call in views[i].calls:
+            for j in unresolved.pop(call, ()):
+                parent[(j, call)] = i
+        i -= 1
+    pending = dict(issued)  # calls issued in the run, not yet answered after it
+    for call, p in issued.items():
+        if any(c == call for _, c in results.get(p, ())):
+            del pending[call]
+    j = stop
+    while pending and j < n:
+        view = views[j]
+        for call in view.answers:
+            p = pending.pop(call, None)
+            if p is not None:
+                results.setdefault(p, []).append((j, call))
+        for call in view.calls:
+            pending.pop(call, None)
+        j += 1
+    return parent, results
+
+
+def _drop_split_pairs(
+    kept: _Kept,
+    views: _Views,
+    parent: dict[tuple[int, str], int],
+    results: dict[int, list[tuple[int, str]]],
+    copies: _Copies,
+) -> _Kept:
+    """Remove kept tool results whose call is not kept (or was never issued), and kept
+    ai messages whose results were trimmed, until neither is left."""
+    while True:
+        current = {i: copies.get(i) or views[i] for i, _ in kept}
+        calls = {i: set(v.calls) for i, v in current.items() if v.calls}
+        answers = {i: set(v.answers) for i, v in current.items() if v.answers}
+        drop: set[int] = set()
+        for j, found in answers.items():
+            for call in found:
+                p = parent.get((j, call))
+                if p is None or call not in calls.get(p, ()):
+                    drop.add(j)
+        for i, found in calls.items():
+            for j, call in results.get(i, ()):
+                if call in found and call not in answers.get(j, ()):
+                    drop.add(i)
+        if not drop:
+            return kept
+        kept = [(i, m) for i, m in kept if i not in drop]
+
+
+# -- the entry point -------------------------------------------------------------------
+
+
+def _validate(
+    strategy: object, start_on: object, include_system: object, max_tokens: object
+) -> None:
+    if strategy not in ("first", "last"):
+        raise ConfigError(f"strategy must be 'first' or 'last', got {strategy!r}")
+    if strategy == "first" and start_on:
+        raise ConfigError(
+            f"start_on is only valid with strategy='last', got start_on={start_on!r} with "
+            "strategy='first'; drop start_on or use strategy='last'"
+        )
+    if strategy == "first" and include_system:
+        raise ConfigError(
+            f"include_system is only valid with strategy='last', got "
+            f"include_system={include_system!r} with strategy='first'; drop include_system "
+            "or use strategy='last'"
+        )
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, float)):
+        raise TypeError(f"max_tokens must be a number, got {max_tokens!r}")
+
+
+def trim_messages(
+    messages: Iterable[M],
+    *,
+    max_tokens: float,
+    token_counter: Any,
+    strategy: Literal["first", "last"] = "last",
+    allow_partial: bool = False,
+    end_on: MessageTypeSpec | None = None,
+    start_on: MessageTypeSpec | None = None,
+    include_system: bool = False,
+    text_splitter: Callable[[str], list[str]] | Any | None = None,
+    keep_tool_pairs: bool = True,
+) -> list[M]:
+    """Trim ``messages`` to at most ``max_tokens``, as ``langchain_core``'s ``trim_messages`` does.
+
+    ``strategy="first"`` keeps the longest prefix that fits, ``"last"`` the longest
+    suffix (after the leading system message with ``include_system``). Works on dicts
+    (OpenAI, LangChain-serialised, Anthropic) and message objects and returns the same
+    objects; a partial message is a copy. The input is never mutated.
+
+    Laws (tested): the result is an order-preserving selection of the input (a partial
+    message standing for its original); it fits ``max_tokens`` unless it is only the
+    system message kept by ``include_system``; with ``keep_tool_pairs`` no kept tool
+    result lost its call and no kept ai message lost a result to the cut;
+    ``trim(trim(xs)) == trim(xs)`` for additive counters.
+
+    Args:
+        messages: the history, in order (an iterable, or an object with ``to_messages()``).
+        max_tokens: the budget.
+        token_counter: ``"approximate"``, a chat model (``get_num_tokens_from_messages``),
+            a callable over one message (its first parameter annotated with a message
+            type such as ``BaseMessage`` or ``dict``), or a callable over a list of
+            messages (unannotated or annotated as a list, e.g. ``len``); ``None`` means
+            the package's default counter.
+        strategy: ``"last"`` (keep the end) or ``"first"`` (keep the start).
+        allow_partial: keep part of the message at the boundary: whole content blocks,
+            else pieces of its text from ``text_splitter``.
+        end_on: with ``"last"``, first drop trailing messages until one of these types;
+            with ``"first"``, drop them from the result.
+        start_on: ``"last"`` only: drop leading messages of the result until one of these
+            types (the system message kept by ``include_system`` excepted).
+        include_system: ``"last"`` only: always keep a leading system message.
+        text_splitter: ``str -> list[str]`` whose pieces join back to the text, or a
+            LangChain ``TextSplitter``; default: split after each newline.
+        keep_tool_pairs: remove tool results whose calling ai message was trimmed, and
+            ai messages whose tool results were trimmed (Anthropic ``tool_result`` blocks
+            in user messages count as results). ``False`` gives LangChain's output.
+
+    Returns:
+        A new list of the kept messages.
+
+    Raises:
+        ConfigError: (a ``ValueError``) ``strategy`` is unknown, or ``start_on`` /
+            ``include_system`` is given with ``strategy="first"``, or ``token_counter``
+            is not a counter.
+        MessageFormatError: (a ``TypeError``) a message cannot be read.
+
+    Example:
+        >>> history = [{"role": "system", "content": "be brief"}] + [
+        ...     {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"}
+        ...     for i in range(6)]
+        >>> kept = trim_messages(history, max_tokens=3, token_counter=len,
+        ...                      include_system=True, start_on="human")
+        >>> [m["content"] for m in kept]
+        ['be brief', 'turn 4', 'turn 5']
+    """
+    _validate(strategy, start_on, include_system, max_tokens)
+    to_messages = getattr(messages, "to_messages", None)
+    if callable(to_messages):  # a LangChain PromptValue
+        messages = to_messages()
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise TypeError(f"messages must be a sequence of messages, got {messages!r:.80}")
+    items: list[Any] = list(messages)
+    split = _splitter(text_splitter) if allow_partial else _split_lines
+    ends = _TypeMatch("end_on", end_on) if end_on else None
+    starts = _TypeMatch("start_on", start_on) if start_on else None
+    views = _Views(items)
+    sizer = _Sizer(items, views, token_counter)
+    if strategy == "first":
+        head, body, copies = _first(items, sizer, max_tokens, allow_partial, split)
+    else:
+        head, body, copies = _last(
+            items, views, sizer, max_tokens, allow_partial, split, include_system, ends
+        )
+
+    def is_a(match: _TypeMatch, entry: tuple[int, Any]) -> bool:
+        return match(entry[1], copies.get(entry[0]) or views[entry[0]])
+
+    def trim_ends(kept: _Kept) -> _Kept:
+        stop = len(kept)
+        if ends is not None:  # a no-op for "last" until tool pairs are dropped
+            while stop and not is_a(ends, kept[stop - 1]):
+                stop -= 1
+        start = 0
+        if starts is not None:
+            while start < stop and not is_a(starts, kept[start]):
+                start += 1
+        return kept[start:stop]
+
+    body = trim_ends(body)
+    if keep_tool_pairs and body:
+        # ``body`` is one contiguous run of the input: links are read around it only.
+        parent, results = _links(views, len(items), body[0][0], body[-1][0] + 1)
+        while True:
+            size = len(body)
+            body = trim_ends(_drop_split_pairs(body, views, parent, results, copies))
+            if len(body) == size:
+                break
+    return [m for _, m in head] + [m for _, m in body]
+
+
+def _first(
+    items: list[Any],
+    sizer: _Sizer,
+    budget: float,
+    allow_partial: bool,
+    split: Callable[[str], list[str]],
+) -> tuple[_Kept, _Kept, _Copies]:
+    """Longest prefix that fits, plus a partial next message."""
+    n = len(items)
+    if sizer.per_message is not None:
+        used: float = 0
+        k = 0
+        while k < n:
+            cost = sizer.one(k)
+            if used + cost > budget:
+                break
+            used += cost
+            k += 1
+        per_message = sizer.per_message
+
+        def fits(candidate: Any) -> bool:
+            return used + per_message(candidate) <= budget
+    else:
+        k = max(0, _largest(lambda k: sizer.cost(items[:k]) <= budget, 1, n))
+
+        def fits(candidate: Any) -> bool:
+            return sizer.cost([*items[:k], candidate]) <= budget
+
+    body: _Kept = list(enumerate(items[:k]))
+    copies: _Copies = {}
+    if allow_partial and k < n:
+        part = _partial(items[k], fits, split, keep_end=False)
+        if part is not None:
+            body.append((k, part))
+            copies[k] = read_message(part, k)
+    return [], body, copies
+
+
+def _last(
+    items: list[Any],
+    views: _Views,
+    sizer: _Sizer,
+    budget: float,
+    allow_partial: bool,
+    split: Callable[[str], list[str]],
+    include_system: bool,
+    ends: _TypeMatch | None,
+) -> tuple[_Kept, _Kept, _Copies]:
+    """Longest suffix that fits (after ``end_on`` and the system message), plus a partial."""
+    stop = len(items)
+    if ends is not None:
+        while stop and not ends(items[stop - 1], views[stop - 1]):
+            stop -= 1
+    head: _Kept = []
+    if include_system and stop and views[0].role == SYSTEM:
+        head = [(0, items[0])]
+    first = len(head)
+    if sizer.per_message is not None:
+        used = sum(sizer.one(i) for i, _ in head)
+        lo = stop
+        while lo > first:
+            cost = sizer.one(lo - 1)
+            if used + cost > budget:
+                break
+            used += cost
+            lo -= 1
+        per_message = sizer.per_message
+
+        def fits(candidate: Any) -> bool:
+            return used + per_message(candidate) <= budget
+    else:
+        fixed = [m for _, m in head]
+        k = _largest(
+            lambda k: sizer.cost([*fixed, *items[stop - k : stop]]) <= budget, 1, stop - first
+        )
+        lo = stop - max(0, k)
+
+        def fits(candidate: Any) -> bool:
+            return sizer.cost([*fixed, candidate, *items[lo:stop]]) <= budget
+
+    body: _Kept = [(i, items[i]) for i in range(lo, stop)]
+    copies: _Copies = {}
+    if allow_partial and lo > first:
+        part = _partial(items[lo - 1], fits, split, keep_end=True)
+        if part is not None:
+            body.insert(0, (lo - 1, part))
+            copies[lo - 1] = read_message(part, lo - 1)
+    return head, body, copies
