@@ -30,6 +30,7 @@ __all__ = (
     "MessageParts",
     "MessageView",
     "message_content",
+    "message_fingerprint",
     "message_id",
     "message_parts",
     "normalize_role",
@@ -70,9 +71,21 @@ _ALIASES: dict[str, str] = {
 }
 _CHAT_TYPES = frozenset({"chat", "chatmessage", "chatmessagechunk"})
 _MEDIA_BLOCKS = frozenset(
-    {"image", "image_url", "input_image", "audio", "input_audio", "file", "document", "video"}
+    {
+        "image",
+        "image_url",
+        "input_image",
+        "audio",
+        "input_audio",
+        "file",
+        "input_file",
+        "document",
+        "video",
+    }
 )
-_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text", "text-plain"})
+#: Content blocks that issue a tool call (Anthropic ``tool_use``, LangChain v1 ``tool_call``).
+_CALL_BLOCKS = frozenset({"tool_use", "tool_call", "server_tool_use", "server_tool_call"})
 
 _M = TypeVar("_M")
 
@@ -100,8 +113,10 @@ class MessageParts(NamedTuple):
     #: ``(name, arguments as JSON text)`` per tool call issued.
     tool_calls: tuple[tuple[str, str], ...]
     tool_call_id: str | None
-    #: Images, audio and files, counted by item rather than by byte length.
+    #: Images, audio, video and files, counted by item rather than by byte length.
     media: int
+    #: Ids of the ``tool_result`` content blocks (Anthropic) this message carries.
+    tool_result_ids: tuple[str, ...] = ()
 
 
 def normalize_role(raw: object) -> str:
@@ -288,90 +303,191 @@ def _json(value: object) -> str:
         return str(value)
 
 
-def _content_parts(content: object, texts: list[str]) -> int:
-    """Append the text of ``content`` to ``texts``; return its media item count."""
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        if content:
-            texts.append(content)
-        return 0
-    if isinstance(content, Mapping):
-        content = [content]
-    if not isinstance(content, (list, tuple)):
-        texts.append(str(content))
-        return 0
-    media = 0
-    for block in content:
-        if isinstance(block, str):
-            texts.append(block)
-            continue
-        if not isinstance(block, Mapping):
-            continue
+class _PartsBuilder:
+    """Collects the billable parts of one message while its content is walked."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        #: ``(id or None, name, arguments as JSON text)`` in the order found.
+        self.calls: list[tuple[str | None, str, str]] = []
+        self.results: list[str] = []
+        self.media = 0
+
+    def add_call(self, ident: object, name: object, args: object) -> None:
+        self.calls.append(
+            (_as_id(ident), name if isinstance(name, str) else "", _json(args or {}))
+        )
+
+    def content(self, content: object) -> None:
+        if content is None:
+            return
+        if isinstance(content, str):
+            if content:
+                self.texts.append(content)
+            return
+        if isinstance(content, Mapping):
+            content = [content]
+        if not isinstance(content, (list, tuple)):
+            self.texts.append(str(content))
+            return
+        for block in content:
+            if isinstance(block, str):
+                if block:
+                    self.texts.append(block)
+            elif isinstance(block, Mapping):
+                self.block(block)
+
+    def block(self, block: Mapping[str, Any]) -> None:
         kind = block.get("type")
-        if kind in _TEXT_BLOCKS or (kind is None and "text" in block):
-            text = block.get("text")
-            if isinstance(text, str):
-                texts.append(text)
+        if kind in _TEXT_BLOCKS:
+            self.text(block.get("text"))
         elif kind in _MEDIA_BLOCKS:
-            media += 1
-        elif kind == "tool_use":
-            name = block.get("name")
-            if isinstance(name, str):
-                texts.append(name)
-            texts.append(_json(block.get("input", {})))
+            self.media += 1
+        elif kind in _CALL_BLOCKS:
+            args = block.get("input") if "input" in block else block.get("args")
+            self.add_call(block.get("id"), block.get("name"), args)
         elif kind == "tool_result":
-            media += _content_parts(block.get("content"), texts)
-        elif kind in ("thinking", "reasoning"):
-            text = block.get("thinking", block.get("reasoning", block.get("text")))
-            if isinstance(text, str):
-                texts.append(text)
+            ident = _as_id(block.get("tool_use_id"))
+            if ident is not None:
+                self.results.append(ident)
+            self.content(block.get("content"))
+        elif kind == "thinking":
+            self.text(block.get("thinking"))
+        elif kind == "reasoning":
+            self.text(block.get("reasoning", block.get("text")))
+            summary = block.get("summary")
+            if isinstance(summary, (list, tuple)):
+                for item in summary:
+                    if isinstance(item, Mapping):
+                        self.text(item.get("text"))
+        elif kind == "refusal":
+            self.text(block.get("refusal"))
         elif kind == "json":
-            texts.append(_json(block.get("json")))
-    return media
+            self.texts.append(_json(block.get("json")))
+        else:
+            # Unknown or untyped blocks bill only the text they carry, never their repr.
+            self.text(block.get("text"))
+
+    def text(self, value: object) -> None:
+        if isinstance(value, str) and value:
+            self.texts.append(value)
 
 
-def _tool_calls(fields: Any) -> tuple[tuple[str, str], ...]:
-    calls = _get(fields, "tool_calls")
+def _calls_field(fields: Any, key: str) -> object:
+    calls = _get(fields, key)
     if not calls and not isinstance(fields, Mapping):
+        # LangChain objects built from raw provider output keep calls here.
         extra = getattr(fields, "additional_kwargs", None)
         if isinstance(extra, Mapping):
-            calls = extra.get("tool_calls")
-    out: list[tuple[str, str]] = []
-    if isinstance(calls, (list, tuple)):
+            calls = extra.get(key)
+    return calls
+
+
+def _field_calls(fields: Any, parts: _PartsBuilder) -> None:
+    for key in ("tool_calls", "invalid_tool_calls"):
+        calls = _calls_field(fields, key)
+        if not isinstance(calls, (list, tuple)):
+            continue
         for call in calls:
             function = _get(call, "function")
-            if function is not None:  # OpenAI: {"function": {"name", "arguments"}}
-                name, args = _get(function, "name"), _get(function, "arguments")
-            else:  # LangChain: {"name", "args"}
-                name, args = _get(call, "name"), _get(call, "args")
-            out.append((name if isinstance(name, str) else "", _json(args or {})))
-    legacy = _get(fields, "function_call")
-    if legacy is None and not isinstance(fields, Mapping):
-        extra = getattr(fields, "additional_kwargs", None)
-        if isinstance(extra, Mapping):
-            legacy = extra.get("function_call")
+            if function is not None:  # OpenAI: {"id", "function": {"name", "arguments"}}
+                parts.add_call(
+                    _get(call, "id"), _get(function, "name"), _get(function, "arguments")
+                )
+            else:  # LangChain: {"id", "name", "args"}
+                parts.add_call(_get(call, "id"), _get(call, "name"), _get(call, "args"))
+    legacy = _calls_field(fields, "function_call")
     if legacy is not None:
-        name = _get(legacy, "name")
-        out.append((name if isinstance(name, str) else "", _json(_get(legacy, "arguments") or "")))
+        parts.add_call(None, _get(legacy, "name"), _get(legacy, "arguments") or "")
+
+
+def _unique_calls(calls: list[tuple[str | None, str, str]]) -> tuple[tuple[str, str], ...]:
+    """Drop a call whose id was already seen (LangChain keeps Anthropic calls twice)."""
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for ident, name, args in calls:
+        if ident is not None:
+            if ident in seen:
+                continue
+            seen.add(ident)
+        out.append((name, args))
     return tuple(out)
 
 
 def message_parts(message: object, index: int = 0) -> MessageParts:
-    """Read the billable parts of one message (text, tool calls, media count)."""
+    """Read the billable parts of one message: text, tool calls, answered ids, media.
+
+    Text comes from strings and from text-like content blocks only (never ``str()``
+    of a list or dict); tool calls from ``tool_calls`` / ``invalid_tool_calls`` /
+    ``function_call`` (or ``additional_kwargs``) and from ``tool_use`` /
+    ``tool_call`` blocks, each call once even when it appears in both; images,
+    audio, video and files are counted by item.
+
+    Raises:
+        MessageFormatError: the message cannot be read; the error names ``index``.
+    """
     view = read_message(message, index)
     fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
-    texts: list[str] = []
-    media = _content_parts(_get(fields, "content"), texts)
+    parts = _PartsBuilder()
+    _field_calls(fields, parts)
+    parts.content(_get(fields, "content"))
     name = _get(fields, "name")
-    call_id = _get(fields, "tool_call_id")
     return MessageParts(
         role=view.role,
         name=name if isinstance(name, str) and name else None,
-        texts=tuple(texts),
-        tool_calls=_tool_calls(fields),
-        tool_call_id=_as_id(call_id),
-        media=media,
+        texts=tuple(parts.texts),
+        tool_calls=_unique_calls(parts.calls),
+        tool_call_id=_as_id(_get(fields, "tool_call_id")),
+        media=parts.media,
+        tool_result_ids=tuple(parts.results),
+    )
+
+
+#: Fields :func:`message_parts` and :func:`read_message` look at, in fingerprint order.
+_FIELDS = (
+    "role",
+    "type",
+    "id",
+    "name",
+    "tool_call_id",
+    "content",
+    "tool_calls",
+    "invalid_tool_calls",
+    "function_call",
+    "additional_kwargs",
+)
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _snapshot(value: object, depth: int = 0) -> object:
+    """Strings by reference (immutable), containers copied so in-place edits show up."""
+    if isinstance(value, _ATOMS) or depth > 8:
+        return value
+    if isinstance(value, Mapping):
+        return tuple((k, _snapshot(v, depth + 1)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_snapshot(v, depth + 1) for v in value)
+    return value
+
+
+def message_fingerprint(message: object) -> tuple[object, ...]:
+    """A cheap snapshot of everything a message is read and billed by.
+
+    Two snapshots of the same message compare equal unless a field that
+    :func:`message_parts` or :func:`read_message` reads was changed, replaced, or
+    edited in place (nested dicts and lists included). Strings are kept by
+    reference, so comparing an unchanged message costs one identity check per
+    field, not a pass over its text.
+    """
+    if isinstance(message, Mapping):
+        fields, _ = _payload(message)
+        outer = (message.get("role"), message.get("type"))
+        if fields is message:
+            return (*outer, *(_snapshot(message.get(key)) for key in _FIELDS[2:]))
+        return (*outer, *(_snapshot(fields.get(key)) for key in _FIELDS))
+    return (
+        type(message),
+        *(_snapshot(getattr(message, key, None)) for key in _FIELDS),
     )
 
 
