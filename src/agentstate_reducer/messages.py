@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import marshal
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
@@ -443,10 +444,10 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
     )
 
 
-#: Fields :func:`message_parts` and :func:`read_message` look at, in fingerprint order.
-_FIELDS = (
-    "role",
+#: Attributes :func:`message_parts` and :func:`read_message` read from a message object.
+_OBJECT_FIELDS = (
     "type",
+    "role",
     "id",
     "name",
     "tool_call_id",
@@ -456,38 +457,86 @@ _FIELDS = (
     "function_call",
     "additional_kwargs",
 )
-_ATOMS = (str, int, float, bool, type(None))
+_ATOM_TYPES = frozenset({str, int, float, bool, type(None)})
+#: Per class, the fields it computes (properties, class attributes) rather than stores in
+#: ``__dict__``; asking a pydantic model for a field it lacks is slow, so ask only these.
+_COMPUTED: dict[type, frozenset[str]] = {}
 
 
-def _snapshot(value: object, depth: int = 0) -> object:
-    """Strings by reference (immutable), containers copied so in-place edits show up."""
-    if isinstance(value, _ATOMS) or depth > 8:
+def _snapshot(value: object) -> object:
+    """Atoms as they are (strings by reference: immutable); containers copied, recursively."""
+    kind = type(value)
+    if kind in _ATOM_TYPES:
         return value
-    if isinstance(value, Mapping):
-        return tuple((k, _snapshot(v, depth + 1)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return tuple(_snapshot(v, depth + 1) for v in value)
-    return value
+    if kind is list or kind is tuple:
+        items: Any = value
+        if _ATOM_TYPES.issuperset(map(type, items)):  # the common flat case, at C speed
+            return tuple(items)
+        return tuple([v if type(v) in _ATOM_TYPES else _snapshot(v) for v in items])
+    if kind is dict or isinstance(value, Mapping):
+        mapping: Any = value
+        if _ATOM_TYPES.issuperset(map(type, mapping.values())):
+            return tuple(mapping.items())
+        return tuple(
+            [(k, v if type(v) in _ATOM_TYPES else _snapshot(v)) for k, v in mapping.items()]
+        )
+    return value  # another object: compared with ==, usually by identity
+
+
+def _field(key: str, value: Any) -> object:
+    """One field's snapshot: content walked (its strings may be images), the rest serialised."""
+    kind = type(value)
+    if kind in _ATOM_TYPES:
+        return value
+    if not value and (kind is list or kind is dict):
+        return ()
+    if key != "content":
+        # Tool calls and their arguments: one C-speed copy beats walking them. Version 2
+        # writes no back-references, so equal values always give equal bytes.
+        try:
+            return marshal.dumps(value, 2)
+        except ValueError:  # holds an object marshal does not know
+            pass
+    return _snapshot(value)
 
 
 def message_fingerprint(message: object) -> tuple[object, ...]:
     """A cheap snapshot of everything a message is read and billed by.
 
-    Two snapshots of the same message compare equal unless a field that
-    :func:`message_parts` or :func:`read_message` reads was changed, replaced, or
-    edited in place (nested dicts and lists included). Strings are kept by
-    reference, so comparing an unchanged message costs one identity check per
-    field, not a pass over its text.
+    Two snapshots of one message compare equal until a field that
+    :func:`message_parts` or :func:`read_message` reads is replaced or edited in
+    place, nested dicts and lists included. Content strings are held by reference,
+    so a long text or a base64 image costs the same as a short string.
     """
-    if isinstance(message, Mapping):
-        fields, _ = _payload(message)
-        outer = (message.get("role"), message.get("type"))
-        if fields is message:
-            return (*outer, *(_snapshot(message.get(key)) for key in _FIELDS[2:]))
-        return (*outer, *(_snapshot(fields.get(key)) for key in _FIELDS))
+    if type(message) is dict:
+        if _ATOM_TYPES.issuperset(map(type, message.values())):
+            return tuple(message.items())
+        return tuple(
+            [(k, v if type(v) in _ATOM_TYPES else _field(k, v)) for k, v in message.items()]
+        )
+    attrs = getattr(message, "__dict__", None)
+    cls = type(message)
+    if isinstance(attrs, dict):  # pydantic models and plain objects keep fields here
+        computed = _COMPUTED.get(cls)
+        if computed is None:
+            computed = _COMPUTED[cls] = frozenset(k for k in _OBJECT_FIELDS if hasattr(cls, k))
+        if computed:
+            values = [
+                getattr(message, k, None) if k in computed else attrs.get(k)
+                for k in _OBJECT_FIELDS
+            ]
+        else:
+            values = list(map(attrs.get, _OBJECT_FIELDS))
+    elif isinstance(message, Mapping):
+        return (Mapping, _snapshot(message))
+    else:
+        values = [getattr(message, key, None) for key in _OBJECT_FIELDS]
     return (
-        type(message),
-        *(_snapshot(getattr(message, key, None)) for key in _FIELDS),
+        cls,
+        *[
+            v if type(v) in _ATOM_TYPES else _field(k, v)
+            for k, v in zip(_OBJECT_FIELDS, values, strict=True)
+        ],
     )
 
 

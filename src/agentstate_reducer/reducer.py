@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from .hooks import DeliveryLedger
 from .messages import read_messages
 from .plan import Plan, make_plan
 from .summary import default_summary_messages_factory, match_shape
-from .tokens import TokenCounter, resolve_token_counter
+from .tokens import TokenCountCache, TokenCounter, resolve_token_counter
 
 __all__ = ("MessageReducer", "as_message_list")
 
@@ -73,9 +74,15 @@ class MessageReducer:
         elif not isinstance(config, ReducerConfig):
             raise TypeError(f"config must be a ReducerConfig, got {config!r}")
         self.config = config
+        # Token mode resolves its counter now, so a missing extra for "tiktoken" fails
+        # here; count mode resolves one only if count_tokens() is called.
         self._counter: TokenCounter | None = (
             resolve_token_counter(config.token_counter) if config.token_mode else None
         )
+        self._token_counts = (
+            TokenCountCache(self._counter) if self._counter is not None else None
+        )
+        self._token_counts_lock = threading.Lock()
         self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
 
     def __repr__(self) -> str:
@@ -87,14 +94,26 @@ class MessageReducer:
         """Plan a reduce of ``messages`` without running any effect."""
         views = read_messages(messages)
         counts = None
-        if self._counter is not None:
+        if self.config.token_mode:
             counts = self.count_tokens(messages)
         return make_plan(views, self.config, counts)
 
     def count_tokens(self, messages: list[Any]) -> list[int]:
-        """Per-message token counts with this reducer's counter."""
-        counter = self._counter or resolve_token_counter(self.config.token_counter)
-        return [int(counter(m)) for m in messages]
+        """Per-message token counts with this reducer's counter.
+
+        Counts are remembered across calls (see :class:`~agentstate_reducer.tokens.
+        TokenCountCache`): a message seen before and not edited since is not counted
+        again, and the counter runs at most once per message per call.
+        """
+        cache = self._token_counts
+        if cache is None:
+            with self._token_counts_lock:
+                if self._token_counts is None:
+                    self._token_counts = TokenCountCache(
+                        resolve_token_counter(self.config.token_counter)
+                    )
+                cache = self._token_counts
+        return cache.counts(messages)
 
     def _prepare(self, existing: Any, new: Any) -> tuple[list[Any], list[Any], list[Any], Plan]:
         messages = as_message_list(existing) + as_message_list(new)

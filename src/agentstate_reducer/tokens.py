@@ -26,10 +26,10 @@ import base64
 import gzip
 import hashlib
 import importlib.util
+import itertools
 import logging
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -394,12 +394,13 @@ def resolve_token_counter(token_counter: Any = None) -> TokenCounter:
 class TokenCountCache:
     """Per-message counts remembered across calls, for one counter.
 
-    An entry is keyed by the message object's identity and holds a reference to
-    it (so the identity cannot be reused) and its :func:`message_fingerprint`; a
-    message edited in place no longer matches its fingerprint and is counted
-    again. Memory is bounded: least recently used entries beyond
-    ``max(max_entries, 2 * len(messages))`` are dropped. Thread-safe; the counter
-    runs outside the lock, at most once per distinct message per call.
+    An entry is keyed by the message object's identity and holds a reference to it
+    (so the identity cannot be reused) and its :func:`message_fingerprint`; a message
+    edited in place no longer matches its fingerprint and is counted again. So is a
+    message replaced by another object under the same id. Memory is bounded: past
+    ``max(max_entries, 2 * len(messages))`` entries the oldest are dropped (a message
+    still in use is then counted once more). Thread-safe; the counter runs outside
+    the lock, at most once per distinct message per call.
 
     The counter must depend only on a message's content.
     """
@@ -408,9 +409,9 @@ class TokenCountCache:
         self.counter = counter
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        #: ``id(message) -> (message, fingerprint, count)``, least recently used first.
-        self._entries: OrderedDict[int, tuple[Any, tuple[object, ...], int]] = OrderedDict()
-        #: Messages counted by :attr:`counter` so far (for benchmarks and tests).
+        #: ``id(message) -> (message, fingerprint, count)``, oldest first.
+        self._entries: dict[int, tuple[Any, tuple[object, ...], int]] = {}
+        #: Messages sent to :attr:`counter` so far (for benchmarks and tests).
         self.misses = 0
 
     def __len__(self) -> int:
@@ -418,22 +419,21 @@ class TokenCountCache:
 
     def counts(self, messages: Sequence[Any]) -> list[int]:
         """Token counts of ``messages``, in order, counting only what is not remembered."""
-        fingerprints = [message_fingerprint(m) for m in messages]
         out: list[int] = [0] * len(messages)
-        missing: list[int] = []
+        missing: list[tuple[int, tuple[object, ...]]] = []
         with self._lock:
-            entries = self._entries
+            get = self._entries.get
             for i, message in enumerate(messages):
-                entry = entries.get(id(message))
-                if entry is not None and entry[0] is message and entry[1] == fingerprints[i]:
+                fingerprint = message_fingerprint(message)
+                entry = get(id(message))
+                if entry is not None and entry[0] is message and entry[1] == fingerprint:
                     out[i] = entry[2]
-                    entries.move_to_end(id(message))
                 else:
-                    missing.append(i)
+                    missing.append((i, fingerprint))
         if not missing:
             return out
         counted: dict[int, int] = {}
-        for i in missing:
+        for i, _ in missing:
             key = id(messages[i])
             if key not in counted:
                 counted[key] = int(self.counter(messages[i]))
@@ -441,13 +441,14 @@ class TokenCountCache:
         with self._lock:
             self.misses += len(counted)
             entries = self._entries
-            for i in missing:
+            for i, fingerprint in missing:
                 message = messages[i]
-                entries[id(message)] = (message, fingerprints[i], out[i])
-                entries.move_to_end(id(message))
-            limit = max(self.max_entries, 2 * len(messages))
-            while len(entries) > limit:
-                entries.popitem(last=False)
+                entries.pop(id(message), None)  # re-inserted as the newest
+                entries[id(message)] = (message, fingerprint, out[i])
+            excess = len(entries) - max(self.max_entries, 2 * len(messages))
+            if excess > 0:
+                for key in list(itertools.islice(entries, excess)):
+                    del entries[key]
         return out
 
     def clear(self) -> None:

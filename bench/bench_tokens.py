@@ -1,0 +1,146 @@
+"""Token counting figures: heuristic accuracy per script, and incremental counting in reduce.
+
+Run: ``make bench`` (or ``.venv/bin/python bench/bench_tokens.py [--quick]``).
+
+1. Accuracy: the character heuristic against exact cl100k_base counts on the corpus in
+   ``tests/fixtures/token_corpus`` (calibration and holdout halves), per class.
+2. Incremental counting: a LangGraph-style append loop (one ``reduce`` per state
+   update, one new message each) in token mode with the exact counter, with the kept
+   history held near 100, 1,000 and 5,000 messages. It reports the cost per call of
+   the counting stage and of the whole ``reduce``, with the count cache and when every
+   message is recounted each call (the cache emptied before each call), and the ratio
+   of the two measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.tokens import (
+    TokenCountCache,
+    approximate_text_tokens,
+    exact_token_counter,
+    load_cl100k_base,
+)
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "token_corpus"
+STEPS = 2_000
+HISTORIES = (100, 1_000, 5_000)
+
+_WORDS = (
+    "the report shows that revenue grew in the third quarter while costs stayed flat and "
+    "the team plans to hire two engineers next month to keep up with support requests"
+).split()
+
+
+def accuracy() -> None:
+    exact = load_cl100k_base().encode_ordinary
+    print("Heuristic vs exact cl100k_base tokens (text only, no framing)")
+    print(f"{'set':<12}{'class':<10}{'chars':>7}{'exact':>7}{'heur.':>7}{'error':>9}")
+    for half in ("calibration", "holdout"):
+        total_exact = total_heur = 0
+        for path in sorted((CORPUS / half).glob("*.txt")):
+            text = path.read_text(encoding="utf-8")
+            e, h = len(exact(text)), approximate_text_tokens(text)
+            total_exact, total_heur = total_exact + e, total_heur + h
+            print(f"{half:<12}{path.stem:<10}{len(text):>7}{e:>7}{h:>7}{(h - e) / e:>+9.1%}")
+        error = (total_heur - total_exact) / total_exact
+        print(f"{half:<12}{'TOTAL':<10}{'':>7}{total_exact:>7}{total_heur:>7}{error:>+9.1%}")
+    print()
+
+
+def _message(i: int) -> dict[str, Any]:
+    """A varied agent history: user turns, tool calls, tool results, answers."""
+    words = " ".join(_WORDS[(i + k) % len(_WORDS)] for k in range(20 + i % 40))
+    kind = i % 4
+    if kind == 0:
+        return {"role": "user", "content": f"{words} ({i})", "id": f"m{i}"}
+    if kind == 1:
+        args = {"query": words[:60], "limit": i % 10, "filters": {"year": 2024}}
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "search"}}
+        call["function"]["arguments"] = json.dumps(args)
+        return {"role": "assistant", "content": None, "tool_calls": [call], "id": f"m{i}"}
+    if kind == 2:
+        return {"role": "tool", "tool_call_id": f"c{i - 1}", "content": words, "id": f"m{i}"}
+    return {"role": "assistant", "content": f"Answer {i}: {words}", "id": f"m{i}"}
+
+
+def _budget(history: int) -> int:
+    counter = exact_token_counter()
+    sample = [_message(i) for i in range(1, 401)]
+    return int(history * sum(counter(m) for m in sample) / len(sample))
+
+
+def _loop(history: int, steps: int, recount: bool) -> tuple[list[float], list[float], int, int]:
+    """Run the append loop; return per-call reduce times, count-stage times, final size."""
+    config = ReducerConfig(max_tokens=_budget(history), token_counter="tiktoken")
+    reducer = MessageReducer(config=config)
+    cache = reducer._token_counts  # the reducer's count cache, timed on its own below
+    assert isinstance(cache, TokenCountCache)
+    state: list[Any] = [{"role": "system", "content": "You are a research assistant."}]
+    state = reducer.reduce(state, [_message(i) for i in range(1, history + 1)]).surviving
+    reduce_times: list[float] = []
+    count_times: list[float] = []
+    counted = cache.misses
+    new = [_message(history + 1)]
+    for step in range(steps):
+        if recount:
+            cache.clear()
+        t0 = time.perf_counter()
+        state = reducer.reduce(state, new).surviving
+        reduce_times.append(time.perf_counter() - t0)
+        # The counting stage alone, on the list the next call will see.
+        new = [_message(history + 2 + step)]
+        if recount:
+            cache.clear()
+        t0 = time.perf_counter()
+        cache.counts(state + new)
+        count_times.append(time.perf_counter() - t0)
+    return reduce_times, count_times, len(state), cache.misses - counted
+
+
+def incremental(quick: bool) -> None:
+    steps = 200 if quick else STEPS
+    print(
+        f"Append loop, exact counter, one new message per reduce; cached: {steps} steps, "
+        "recount: the first 40 steps (its cost per call does not change along the loop)"
+    )
+    header = (
+        f"{'kept':>6}{'reduce cached':>15}{'reduce recount':>16}{'ratio':>8}"
+        f"{'count cached':>14}{'count recount':>15}{'ratio':>8}{'counted/call':>14}"
+    )
+    print(header)
+    for history in HISTORIES:
+        cached_reduce, cached_count, size, counted = _loop(history, steps, recount=False)
+        full_reduce, full_count, _, _ = _loop(history, min(steps, 40), recount=True)
+        r_c, r_f = statistics.median(cached_reduce), statistics.median(full_reduce)
+        c_c, c_f = statistics.median(cached_count), statistics.median(full_count)
+        print(
+            f"{size:>6}{r_c * 1e3:>13.2f}ms{r_f * 1e3:>14.2f}ms{r_f / r_c:>7.1f}x"
+            f"{c_c * 1e3:>12.2f}ms{c_f * 1e3:>13.2f}ms{c_f / c_c:>7.1f}x"
+            f"{counted / steps:>14.2f}"
+        )
+        sys.stdout.flush()
+    print(
+        "(medians per call; 'count' is TokenCountCache.counts on the next call's list, "
+        "'counted/call' how many messages the cached loop sent to the counter per call)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 steps instead of 2,000")
+    args = parser.parse_args()
+    accuracy()
+    incremental(args.quick)
+
+
+if __name__ == "__main__":
+    main()
