@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import marshal
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
@@ -30,10 +29,11 @@ __all__ = (
     "TOOL",
     "MessageParts",
     "MessageView",
+    "copy_state",
     "message_content",
-    "message_fingerprint",
     "message_id",
     "message_parts",
+    "message_state",
     "normalize_role",
     "read_message",
     "read_messages",
@@ -463,81 +463,53 @@ _ATOM_TYPES = frozenset({str, int, float, bool, type(None)})
 _COMPUTED: dict[type, frozenset[str]] = {}
 
 
-def _snapshot(value: object) -> object:
-    """Atoms as they are (strings by reference: immutable); containers copied, recursively."""
-    kind = type(value)
-    if kind in _ATOM_TYPES:
-        return value
-    if kind is list or kind is tuple:
-        items: Any = value
-        if _ATOM_TYPES.issuperset(map(type, items)):  # the common flat case, at C speed
-            return tuple(items)
-        return tuple([v if type(v) in _ATOM_TYPES else _snapshot(v) for v in items])
-    if kind is dict or isinstance(value, Mapping):
-        mapping: Any = value
-        if _ATOM_TYPES.issuperset(map(type, mapping.values())):
-            return tuple(mapping.items())
-        return tuple(
-            [(k, v if type(v) in _ATOM_TYPES else _snapshot(v)) for k, v in mapping.items()]
-        )
-    return value  # another object: compared with ==, usually by identity
+def message_state(message: object) -> object:
+    """Everything :func:`message_parts` and :func:`read_message` read, as one value.
 
-
-def _field(key: str, value: Any) -> object:
-    """One field's snapshot: content walked (its strings may be images), the rest serialised."""
-    kind = type(value)
-    if kind in _ATOM_TYPES:
-        return value
-    if not value and (kind is list or kind is dict):
-        return ()
-    if key != "content":
-        # Tool calls and their arguments: one C-speed copy beats walking them. Version 2
-        # writes no back-references, so equal values always give equal bytes.
-        try:
-            return marshal.dumps(value, 2)
-        except ValueError:  # holds an object marshal does not know
-            pass
-    return _snapshot(value)
-
-
-def message_fingerprint(message: object) -> tuple[object, ...]:
-    """A cheap snapshot of everything a message is read and billed by.
-
-    Two snapshots of one message compare equal until a field that
-    :func:`message_parts` or :func:`read_message` reads is replaced or edited in
-    place, nested dicts and lists included. Content strings are held by reference,
-    so a long text or a base64 image costs the same as a short string.
+    A dict message is its own state (nothing is built); an object's state is a list
+    of its class and the fields read from it. Compare a state with ``==`` against a
+    :func:`copy_state` taken earlier to learn whether the message changed since.
     """
-    if type(message) is dict:
-        if _ATOM_TYPES.issuperset(map(type, message.values())):
-            return tuple(message.items())
-        return tuple(
-            [(k, v if type(v) in _ATOM_TYPES else _field(k, v)) for k, v in message.items()]
-        )
+    if isinstance(message, dict):
+        return message
     attrs = getattr(message, "__dict__", None)
     cls = type(message)
     if isinstance(attrs, dict):  # pydantic models and plain objects keep fields here
         computed = _COMPUTED.get(cls)
         if computed is None:
             computed = _COMPUTED[cls] = frozenset(k for k in _OBJECT_FIELDS if hasattr(cls, k))
-        if computed:
-            values = [
-                getattr(message, k, None) if k in computed else attrs.get(k)
-                for k in _OBJECT_FIELDS
-            ]
-        else:
-            values = list(map(attrs.get, _OBJECT_FIELDS))
-    elif isinstance(message, Mapping):
-        return (Mapping, _snapshot(message))
-    else:
-        values = [getattr(message, key, None) for key in _OBJECT_FIELDS]
-    return (
-        cls,
-        *[
-            v if type(v) in _ATOM_TYPES else _field(k, v)
-            for k, v in zip(_OBJECT_FIELDS, values, strict=True)
-        ],
-    )
+        if not computed:
+            return [cls, *map(attrs.get, _OBJECT_FIELDS)]
+        get = attrs.get
+        values = [getattr(message, k, None) if k in computed else get(k) for k in _OBJECT_FIELDS]
+        return [cls, *values]
+    if isinstance(message, Mapping):
+        return dict(message)
+    return [cls, *[getattr(message, key, None) for key in _OBJECT_FIELDS]]
+
+
+def copy_state(state: object, _depth: int = 0) -> object:
+    """Copy the dicts, lists and tuples of a :func:`message_state`, sharing everything else.
+
+    Strings are immutable and shared, so a copy costs one step per container item,
+    never a pass over text (a base64 image costs what a short string does). The copy
+    equals the live state until a field, a content block or a tool call's arguments
+    is replaced or edited in place, however deep.
+    """
+    kind = type(state)
+    if kind in _ATOM_TYPES or _depth > 64:
+        return state
+    depth = _depth + 1
+    value: Any = state
+    if kind is dict:
+        return {k: v if type(v) in _ATOM_TYPES else copy_state(v, depth) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOM_TYPES else copy_state(v, depth) for v in value]
+    if kind is tuple:
+        return tuple([v if type(v) in _ATOM_TYPES else copy_state(v, depth) for v in value])
+    if isinstance(state, dict):  # a dict subclass compares as a dict
+        return {k: copy_state(v, depth) for k, v in state.items()}
+    return state  # another object: compared with ==, which for most objects is identity
 
 
 def message_content(message: object) -> Any:

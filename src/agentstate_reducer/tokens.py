@@ -36,7 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .messages import AI, FUNCTION, HUMAN, SYSTEM, TOOL, message_fingerprint, message_parts
+from .messages import (
+    AI,
+    FUNCTION,
+    HUMAN,
+    SYSTEM,
+    TOOL,
+    copy_state,
+    message_parts,
+    message_state,
+)
 
 __all__ = (
     "CL100K_BASE_SHA256",
@@ -395,12 +404,14 @@ class TokenCountCache:
     """Per-message counts remembered across calls, for one counter.
 
     An entry is keyed by the message object's identity and holds a reference to it
-    (so the identity cannot be reused) and its :func:`message_fingerprint`; a message
-    edited in place no longer matches its fingerprint and is counted again. So is a
-    message replaced by another object under the same id. Memory is bounded: past
-    ``max(max_entries, 2 * len(messages))`` entries the oldest are dropped (a message
-    still in use is then counted once more). Thread-safe; the counter runs outside
-    the lock, at most once per distinct message per call.
+    (so the identity cannot be reused), a :func:`copy_state` of it and its count. A
+    lookup compares that copy with the live message: one C-level ``==`` that shares
+    every string, so an unchanged message costs no copy and no tokenization, while a
+    message edited in place (however deep) or replaced by another object under the
+    same id is counted again. Memory is bounded: past ``max(max_entries,
+    2 * len(messages))`` entries the oldest are dropped (a message still in use is
+    then counted once more). Thread-safe; the counter runs outside the lock, at most
+    once per distinct message per call.
 
     The counter must depend only on a message's content.
     """
@@ -409,8 +420,8 @@ class TokenCountCache:
         self.counter = counter
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        #: ``id(message) -> (message, fingerprint, count)``, oldest first.
-        self._entries: dict[int, tuple[Any, tuple[object, ...], int]] = {}
+        #: ``id(message) -> (message, copy of its state, count)``, oldest first.
+        self._entries: dict[int, tuple[Any, object, int]] = {}
         #: Messages sent to :attr:`counter` so far (for benchmarks and tests).
         self.misses = 0
 
@@ -420,16 +431,16 @@ class TokenCountCache:
     def counts(self, messages: Sequence[Any]) -> list[int]:
         """Token counts of ``messages``, in order, counting only what is not remembered."""
         out: list[int] = [0] * len(messages)
-        missing: list[tuple[int, tuple[object, ...]]] = []
+        missing: list[tuple[int, object]] = []
         with self._lock:
             get = self._entries.get
             for i, message in enumerate(messages):
-                fingerprint = message_fingerprint(message)
+                state = message_state(message)
                 entry = get(id(message))
-                if entry is not None and entry[0] is message and entry[1] == fingerprint:
+                if entry is not None and entry[0] is message and _same(entry[1], state):
                     out[i] = entry[2]
                 else:
-                    missing.append((i, fingerprint))
+                    missing.append((i, state))
         if not missing:
             return out
         counted: dict[int, int] = {}
@@ -441,10 +452,10 @@ class TokenCountCache:
         with self._lock:
             self.misses += len(counted)
             entries = self._entries
-            for i, fingerprint in missing:
+            for i, state in missing:
                 message = messages[i]
                 entries.pop(id(message), None)  # re-inserted as the newest
-                entries[id(message)] = (message, fingerprint, out[i])
+                entries[id(message)] = (message, copy_state(state), out[i])
             excess = len(entries) - max(self.max_entries, 2 * len(messages))
             if excess > 0:
                 for key in list(itertools.islice(entries, excess)):
@@ -455,3 +466,10 @@ class TokenCountCache:
         """Forget every remembered count."""
         with self._lock:
             self._entries.clear()
+
+
+def _same(saved: object, state: object) -> bool:
+    try:
+        return bool(saved == state)
+    except Exception:  # an object whose == raises (an array, say) counts as changed
+        return False

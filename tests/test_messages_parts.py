@@ -1,0 +1,317 @@
+"""message_parts (what a message bills for) and message_fingerprint (when it changed)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
+
+from agentstate_reducer.errors import MessageFormatError
+from agentstate_reducer.messages import copy_state, message_parts, message_state
+
+IMAGE = "data:image/png;base64," + "iVBORw0KGgo" * 20_000
+
+
+def test_plain_text_and_role() -> None:
+    parts = message_parts({"role": "user", "content": "hello"})
+    assert parts.role == "human"
+    assert parts.texts == ("hello",)
+    assert parts.tool_calls == ()
+    assert parts.media == 0
+
+
+def test_text_blocks_are_read_one_by_one_never_as_a_repr() -> None:
+    content = [
+        {"type": "text", "text": "first"},
+        {"type": "input_text", "text": "second"},
+        {"type": "image_url", "image_url": {"url": IMAGE}},
+        "third",
+    ]
+    parts = message_parts({"role": "user", "content": content})
+    assert parts.texts == ("first", "second", "third")
+    assert parts.media == 1
+    assert all("image_url" not in t and "{" not in t for t in parts.texts)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "image", "source": {"type": "base64", "data": IMAGE}},
+        {"type": "image", "base64": IMAGE, "mime_type": "image/png"},
+        {"type": "image_url", "image_url": {"url": IMAGE}},
+        {"type": "input_image", "image_url": IMAGE},
+        {"type": "input_audio", "input_audio": {"data": IMAGE, "format": "wav"}},
+        {"type": "audio", "base64": IMAGE},
+        {"type": "file", "file": {"file_data": IMAGE}},
+        {"type": "input_file", "file_data": IMAGE},
+        {"type": "document", "source": {"type": "base64", "data": IMAGE}},
+        {"type": "video", "url": "v.mp4"},
+    ],
+)
+def test_media_blocks_count_by_item(block: dict[str, Any]) -> None:
+    parts = message_parts({"role": "user", "content": [block, copy.deepcopy(block)]})
+    assert parts.media == 2
+    assert parts.texts == ()
+
+
+def test_openai_tool_calls_keep_name_and_json_arguments() -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "search", "arguments": '{"q": "paris"}'},
+            }
+        ],
+    }
+    parts = message_parts(message)
+    assert parts.role == "ai"
+    assert parts.tool_calls == (("search", '{"q": "paris"}'),)
+    assert parts.texts == ()
+
+
+def test_langchain_tool_calls_serialise_args_compactly() -> None:
+    message = AIMessage(
+        content="", tool_calls=[{"name": "f", "args": {"a": 1, "b": "é"}, "id": "x"}]
+    )
+    assert message_parts(message).tool_calls == (("f", '{"a":1,"b":"é"}'),)
+
+
+def test_invalid_tool_calls_are_billed_too() -> None:
+    message = AIMessage(
+        content="",
+        invalid_tool_calls=[{"name": "f", "args": "{oops", "id": "x", "error": "bad json"}],
+    )
+    assert message_parts(message).tool_calls == (("f", "{oops"),)
+
+
+def test_anthropic_tool_use_and_tool_result_blocks() -> None:
+    call = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": 1}},
+        ],
+    }
+    parts = message_parts(call)
+    assert parts.texts == ("Let me look.",)
+    assert parts.tool_calls == (("lookup", '{"q":1}'),)
+    result = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "42"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_2",
+                "content": [{"type": "text", "text": "7"}],
+            },
+        ],
+    }
+    parts = message_parts(result)
+    assert parts.tool_result_ids == ("toolu_1", "toolu_2")
+    assert parts.texts == ("42", "7")
+
+
+def test_a_call_kept_both_in_content_and_tool_calls_counts_once() -> None:
+    # LangChain's Anthropic messages hold each call as a tool_use block and in tool_calls.
+    message = AIMessage(
+        content=[{"type": "tool_use", "id": "t1", "name": "get", "input": {"a": 1}}],
+        tool_calls=[{"name": "get", "args": {"a": 1}, "id": "t1"}],
+    )
+    assert message_parts(message).tool_calls == (("get", '{"a":1}'),)
+
+
+def test_langchain_v1_tool_call_blocks() -> None:
+    message = {
+        "role": "assistant",
+        "content": [{"type": "tool_call", "id": "t9", "name": "f", "args": {"x": [1, 2]}}],
+    }
+    assert message_parts(message).tool_calls == (("f", '{"x":[1,2]}'),)
+
+
+def test_legacy_function_call() -> None:
+    message = {
+        "role": "assistant",
+        "content": "",
+        "function_call": {"name": "f", "arguments": "{}"},
+    }
+    assert message_parts(message).tool_calls == (("f", "{}"),)
+
+
+def test_tool_message_id_and_name() -> None:
+    parts = message_parts(ToolMessage(content="sunny", tool_call_id="c1", name="weather"))
+    assert (parts.role, parts.tool_call_id, parts.name, parts.texts) == (
+        "tool",
+        "c1",
+        "weather",
+        ("sunny",),
+    )
+
+
+def test_reasoning_refusal_json_and_unknown_blocks() -> None:
+    content = [
+        {"type": "thinking", "thinking": "hmm", "signature": "sig" * 100},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}]},
+        {"type": "reasoning", "reasoning": "why"},
+        {"type": "refusal", "refusal": "no"},
+        {"type": "json", "json": {"k": [1]}},
+        {"type": "citation", "text": "cited"},
+        {"type": "redacted_thinking", "data": "opaque" * 100},
+    ]
+    parts = message_parts({"role": "assistant", "content": content})
+    assert parts.texts == ("hmm", "plan", "why", "no", '{"k":[1]}', "cited")
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["object", "openai", "messages_to_dict", "dumpd"],
+)
+def test_every_shape_yields_the_same_parts(shape: str) -> None:
+    obj = AIMessage(
+        content=[{"type": "text", "text": "Checking."}],
+        tool_calls=[{"name": "search", "args": {"q": "x"}, "id": "c1"}],
+        name="bot",
+    )
+    message: Any
+    if shape == "object":
+        message = obj
+    elif shape == "openai":
+        message = {
+            "role": "assistant",
+            "name": "bot",
+            "content": [{"type": "text", "text": "Checking."}],
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": '{"q":"x"}'},
+                }
+            ],
+        }
+    elif shape == "messages_to_dict":
+        message = messages_to_dict([obj])[0]
+    else:
+        message = json.loads(obj.model_dump_json())
+        message = {"lc": 1, "type": "constructor", "id": ["x", "AIMessage"], "kwargs": message}
+    parts = message_parts(message)
+    assert parts.role == "ai"
+    assert parts.name == "bot"
+    assert parts.texts == ("Checking.",)
+    assert parts.tool_calls == (("search", '{"q":"x"}'),)
+
+
+def test_unreadable_message_names_its_index() -> None:
+    with pytest.raises(MessageFormatError, match="index 3"):
+        message_parts(42, 3)
+
+
+# -- states: what the count cache compares ------------------------------------------
+
+
+def _edits() -> list[tuple[str, Any, Any]]:
+    """(label, message, in-place edit) triples; every edit changes what is billed."""
+    blocks = {"role": "user", "content": [{"type": "text", "text": "a"}]}
+    openai_call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
+    lc_call = AIMessage(content="", tool_calls=[{"name": "f", "args": {"q": [1]}, "id": "c"}])
+    return [
+        ("dict content", {"role": "user", "content": "a"}, lambda m: m.update(content="b")),
+        ("dict name", {"role": "user", "content": "a"}, lambda m: m.update(name="n")),
+        ("block text", blocks, lambda m: m["content"][0].update(text="b")),
+        (
+            "block added",
+            copy.deepcopy(blocks),
+            lambda m: m["content"].append({"type": "text", "text": "z"}),
+        ),
+        (
+            "openai arguments",
+            openai_call,
+            lambda m: m["tool_calls"][0]["function"].update(arguments='{"q":2}'),
+        ),
+        ("lc content", HumanMessage(content="a"), lambda m: setattr(m, "content", "b")),
+        ("lc args", lc_call, lambda m: m.tool_calls[0]["args"]["q"].append(2)),
+        (
+            "lc block text",
+            HumanMessage(content=[{"type": "text", "text": "a"}]),
+            lambda m: m.content[0].update(text="b"),
+        ),
+        (
+            "tool_call_id",
+            ToolMessage(content="r", tool_call_id="a"),
+            lambda m: setattr(m, "tool_call_id", "b"),
+        ),
+        (
+            "nested payload",
+            messages_to_dict([HumanMessage(content="a")])[0],
+            lambda m: m["data"].update(content="b"),
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("label", "message", "edit"), _edits(), ids=[e[0] for e in _edits()])
+def test_a_saved_state_stops_matching_after_an_in_place_edit(
+    label: str, message: Any, edit: Any
+) -> None:
+    saved = copy_state(message_state(message))
+    assert saved == message_state(message)
+    parts_before = message_parts(message)
+    edit(message)
+    assert message_parts(message) != parts_before, label
+    assert saved != message_state(message), label
+
+
+def test_a_dict_message_is_its_own_state() -> None:
+    message = {"role": "user", "content": "a"}
+    assert message_state(message) is message
+
+
+def test_copies_share_strings_so_images_are_not_copied() -> None:
+    message = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": IMAGE}}]}
+    saved: Any = copy_state(message_state(message))
+    assert saved["content"][0]["image_url"]["url"] is IMAGE
+    assert saved["content"] is not message["content"]
+
+
+def test_an_unknown_object_is_compared_by_identity() -> None:
+    class Opaque:
+        pass
+
+    message = {"role": "user", "content": "a", "tool_calls": [{"args": {"x": Opaque()}}]}
+    saved = copy_state(message_state(message))
+    assert saved == message_state(message)
+    message["tool_calls"][0]["args"]["x"] = Opaque()
+    assert saved != message_state(message)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(args=_json_values, other=_json_values)
+def test_a_saved_state_matches_exactly_while_the_arguments_are_unchanged(
+    args: Any, other: Any
+) -> None:
+    message = {"role": "assistant", "content": "", "tool_calls": [{"name": "f", "args": args}]}
+    saved = copy_state(message_state(message))
+    assert saved == message_state(message)
+    message["tool_calls"][0]["args"] = other
+    if other != args:  # (1 == True: such a change is not noticed, and costs no token)
+        assert saved != message_state(message)

