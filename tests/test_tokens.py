@@ -616,3 +616,28 @@ def test_the_cache_is_transparent(operations: list[tuple[str, str]]) -> None:
                     message["tool_calls"][0]["function"]["arguments"] = text
                     break
         assert cache.counts(history) == [approximate_token_count(m) for m in history]
+
+
+def test_token_mode_views_follow_in_place_edits_of_tool_call_ids() -> None:
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=60, token_counter="approximate"))
+    call = _tool_only_ai()
+    history: list[Any] = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "question " * 12},
+        call,
+        {"role": "tool", "content": "result", "tool_call_id": "call_2"},
+        {"role": "user", "content": "thanks"},
+    ]
+    orphan = reducer.plan(history)
+    assert 3 in orphan.pruned  # answers a call nobody issued
+    call["tool_calls"][0]["id"] = "call_2"
+    linked = reducer.plan(history)
+    assert linked.why.get(3) != orphan.why[3]
+
+
+def test_token_mode_still_names_the_index_of_an_unreadable_message() -> None:
+    from agentstate_reducer import MessageFormatError
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=60, token_counter="approximate"))
+    with pytest.raises(MessageFormatError, match="index 2"):
+        reducer.reduce([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, 7])

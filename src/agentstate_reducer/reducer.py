@@ -92,11 +92,13 @@ class MessageReducer:
 
     def plan(self, messages: list[Any]) -> Plan:
         """Plan a reduce of ``messages`` without running any effect."""
-        views = read_messages(messages)
-        counts = None
-        if self.config.token_mode:
-            counts = self.count_tokens(messages)
-        return make_plan(views, self.config, counts)
+        cache = self._token_counts
+        if self.config.token_mode and cache is not None:
+            # Views and counts of messages seen before come from the cache, so an append
+            # loop reads and counts only the new messages.
+            views, counts = cache.read(messages)
+            return make_plan(views, self.config, counts)
+        return make_plan(read_messages(messages), self.config, None)
 
     def count_tokens(self, messages: list[Any]) -> list[int]:
         """Per-message token counts with this reducer's counter.

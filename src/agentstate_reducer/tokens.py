@@ -42,9 +42,11 @@ from .messages import (
     HUMAN,
     SYSTEM,
     TOOL,
+    MessageView,
     copy_state,
     message_parts,
     message_state,
+    read_message,
 )
 
 __all__ = (
@@ -401,17 +403,18 @@ def resolve_token_counter(token_counter: Any = None) -> TokenCounter:
 
 
 class TokenCountCache:
-    """Per-message counts remembered across calls, for one counter.
+    """Per-message token counts (and adapter views) remembered across calls, for one counter.
 
     An entry is keyed by the message object's identity and holds a reference to it
-    (so the identity cannot be reused), a :func:`copy_state` of it and its count. A
-    lookup compares that copy with the live message: one C-level ``==`` that shares
-    every string, so an unchanged message costs no copy and no tokenization, while a
-    message edited in place (however deep) or replaced by another object under the
-    same id is counted again. Memory is bounded: past ``max(max_entries,
-    2 * len(messages))`` entries the oldest are dropped (a message still in use is
-    then counted once more). Thread-safe; the counter runs outside the lock, at most
-    once per distinct message per call.
+    (so the identity cannot be reused), a :func:`copy_state` of it, its
+    :class:`MessageView` and its count. A lookup compares that copy with the live
+    message: one C-level ``==`` that shares every string, so an unchanged message
+    costs no copy, no read and no tokenization, while a message edited in place
+    (however deep) or replaced by another object under the same id is read and
+    counted again. Memory is bounded: past ``max(max_entries, 2 * len(messages))``
+    entries the oldest are dropped (a message still in use is then counted once
+    more). Thread-safe; the counter runs outside the lock, at most once per distinct
+    message per call.
 
     The counter must depend only on a message's content.
     """
@@ -420,8 +423,8 @@ class TokenCountCache:
         self.counter = counter
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        #: ``id(message) -> (message, copy of its state, count)``, oldest first.
-        self._entries: dict[int, tuple[Any, object, int]] = {}
+        #: ``id(message) -> (message, copy of its state, view, count)``, oldest first.
+        self._entries: dict[int, tuple[Any, object, MessageView, int]] = {}
         #: Messages sent to :attr:`counter` so far (for benchmarks and tests).
         self.misses = 0
 
@@ -430,7 +433,17 @@ class TokenCountCache:
 
     def counts(self, messages: Sequence[Any]) -> list[int]:
         """Token counts of ``messages``, in order, counting only what is not remembered."""
-        out: list[int] = [0] * len(messages)
+        return self.read(messages)[1]
+
+    def read(self, messages: Sequence[Any]) -> tuple[list[MessageView], list[int]]:
+        """Views and token counts of ``messages``; only new or changed messages are read.
+
+        Raises:
+            MessageFormatError: a message cannot be read; the error names its index.
+        """
+        n = len(messages)
+        views: list[Any] = [None] * n  # MessageView, every slot filled below
+        counts: list[int] = [0] * n
         missing: list[tuple[int, object]] = []
         with self._lock:
             get = self._entries.get
@@ -438,32 +451,44 @@ class TokenCountCache:
                 state = message_state(message)
                 entry = get(id(message))
                 if entry is not None and entry[0] is message and _same(entry[1], state):
-                    out[i] = entry[2]
+                    views[i] = entry[2]
+                    counts[i] = entry[3]
                 else:
                     missing.append((i, state))
-        if not missing:
-            return out
-        counted: dict[int, int] = {}
-        for i, _ in missing:
-            key = id(messages[i])
-            if key not in counted:
-                counted[key] = int(self.counter(messages[i]))
-            out[i] = counted[key]
+        if missing:
+            done: dict[int, tuple[MessageView, int]] = {}
+            for i, _ in missing:
+                message = messages[i]
+                key = id(message)
+                if key not in done:
+                    view = read_message(message, i)
+                    done[key] = (view, int(self.counter(message)))
+                views[i], counts[i] = done[key]
+            self._remember(messages, missing, views, counts, len(done))
+        return views, counts
+
+    def _remember(
+        self,
+        messages: Sequence[Any],
+        missing: list[tuple[int, object]],
+        views: list[MessageView],
+        counts: list[int],
+        counted: int,
+    ) -> None:
         with self._lock:
-            self.misses += len(counted)
+            self.misses += counted
             entries = self._entries
             for i, state in missing:
                 message = messages[i]
                 entries.pop(id(message), None)  # re-inserted as the newest
-                entries[id(message)] = (message, copy_state(state), out[i])
+                entries[id(message)] = (message, copy_state(state), views[i], counts[i])
             excess = len(entries) - max(self.max_entries, 2 * len(messages))
             if excess > 0:
                 for key in list(itertools.islice(entries, excess)):
                     del entries[key]
-        return out
 
     def clear(self) -> None:
-        """Forget every remembered count."""
+        """Forget everything remembered."""
         with self._lock:
             self._entries.clear()
 
