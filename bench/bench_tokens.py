@@ -7,9 +7,10 @@ Run: ``make bench`` (or ``.venv/bin/python bench/bench_tokens.py [--quick]``).
 2. Incremental counting: a LangGraph-style append loop (one ``reduce`` per state
    update, one new message each) in token mode with the exact counter, with the kept
    history held near 100, 1,000 and 5,000 messages. It reports the cost per call of
-   the counting stage and of the whole ``reduce``, with the count cache and when every
-   message is recounted each call (the cache emptied before each call), and the ratio
-   of the two measured in the same run.
+   the whole ``reduce`` and of its counting stage (``TokenCountCache.read``: views and
+   token counts), with the cache, and with every message read and counted again each
+   call (the cache emptied before each call), and the ratio of the two, measured in
+   the same run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +36,11 @@ CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "token_
 STEPS = 2_000
 HISTORIES = (100, 1_000, 5_000)
 
-_WORDS = (
+_SENTENCE = (
     "the report shows that revenue grew in the third quarter while costs stayed flat and "
     "the team plans to hire two engineers next month to keep up with support requests"
-).split()
+)
+_WORDS = _SENTENCE.split()
 
 
 def accuracy() -> None:
@@ -58,6 +61,8 @@ def accuracy() -> None:
 
 def _message(i: int) -> dict[str, Any]:
     """A varied agent history: user turns, tool calls, tool results, answers."""
+    if i == 0:
+        return {"role": "system", "content": "You are a research assistant.", "id": "m0"}
     words = " ".join(_WORDS[(i + k) % len(_WORDS)] for k in range(20 + i % 40))
     kind = i % 4
     if kind == 0:
@@ -72,24 +77,33 @@ def _message(i: int) -> dict[str, Any]:
     return {"role": "assistant", "content": f"Answer {i}: {words}", "id": f"m{i}"}
 
 
+def _langchain_message(i: int) -> Any:
+    """The same message as a LangChain message object."""
+    from langchain_core.messages import convert_to_messages
+
+    return convert_to_messages([_message(i)])[0]
+
+
 def _budget(history: int) -> int:
     counter = exact_token_counter()
     sample = [_message(i) for i in range(1, 401)]
     return int(history * sum(counter(m) for m in sample) / len(sample))
 
 
-def _loop(history: int, steps: int, recount: bool) -> tuple[list[float], list[float], int, int]:
-    """Run the append loop; return per-call reduce times, count-stage times, final size."""
+def _loop(
+    history: int, steps: int, recount: bool, make: Callable[[int], Any] = _message
+) -> tuple[list[float], list[float], int, int]:
+    """Run the append loop: per-call reduce and counting-stage times, final size, counted."""
     config = ReducerConfig(max_tokens=_budget(history), token_counter="tiktoken")
     reducer = MessageReducer(config=config)
     cache = reducer._token_counts  # the reducer's count cache, timed on its own below
     assert isinstance(cache, TokenCountCache)
-    state: list[Any] = [{"role": "system", "content": "You are a research assistant."}]
-    state = reducer.reduce(state, [_message(i) for i in range(1, history + 1)]).surviving
+    state: list[Any] = [make(0)]
+    state = reducer.reduce(state, [make(i) for i in range(1, history + 1)]).surviving
     reduce_times: list[float] = []
     count_times: list[float] = []
     counted = cache.misses
-    new = [_message(history + 1)]
+    new = [make(history + 1)]
     for step in range(steps):
         if recount:
             cache.clear()
@@ -97,11 +111,11 @@ def _loop(history: int, steps: int, recount: bool) -> tuple[list[float], list[fl
         state = reducer.reduce(state, new).surviving
         reduce_times.append(time.perf_counter() - t0)
         # The counting stage alone, on the list the next call will see.
-        new = [_message(history + 2 + step)]
+        new = [make(history + 2 + step)]
         if recount:
             cache.clear()
         t0 = time.perf_counter()
-        cache.counts(state + new)
+        cache.read(state + new)
         count_times.append(time.perf_counter() - t0)
     return reduce_times, count_times, len(state), cache.misses - counted
 
@@ -112,26 +126,33 @@ def incremental(quick: bool) -> None:
         f"Append loop, exact counter, one new message per reduce; cached: {steps} steps, "
         "recount: the first 40 steps (its cost per call does not change along the loop)"
     )
+    for label, make in (("dicts", _message), ("LangChain message objects", _langchain_message)):
+        print(f"-- {label}")
+        _table(steps, make)
+    print(
+        "(medians per call; 'counting' is TokenCountCache.read, views and counts, on the "
+        "next call's list; 'counted/call': messages the cached loop sent to the counter "
+        "per call)"
+    )
+
+
+def _table(steps: int, make: Callable[[int], Any]) -> None:
     header = (
         f"{'kept':>6}{'reduce cached':>15}{'reduce recount':>16}{'ratio':>8}"
-        f"{'count cached':>14}{'count recount':>15}{'ratio':>8}{'counted/call':>14}"
+        f"{'counting cached':>17}{'recount':>10}{'ratio':>8}{'counted/call':>14}"
     )
     print(header)
     for history in HISTORIES:
-        cached_reduce, cached_count, size, counted = _loop(history, steps, recount=False)
-        full_reduce, full_count, _, _ = _loop(history, min(steps, 40), recount=True)
+        cached_reduce, cached_count, size, counted = _loop(history, steps, False, make)
+        full_reduce, full_count, _, _ = _loop(history, min(steps, 40), True, make)
         r_c, r_f = statistics.median(cached_reduce), statistics.median(full_reduce)
         c_c, c_f = statistics.median(cached_count), statistics.median(full_count)
         print(
             f"{size:>6}{r_c * 1e3:>13.2f}ms{r_f * 1e3:>14.2f}ms{r_f / r_c:>7.1f}x"
-            f"{c_c * 1e3:>12.2f}ms{c_f * 1e3:>13.2f}ms{c_f / c_c:>7.1f}x"
+            f"{c_c * 1e3:>15.2f}ms{c_f * 1e3:>8.2f}ms{c_f / c_c:>7.1f}x"
             f"{counted / steps:>14.2f}"
         )
         sys.stdout.flush()
-    print(
-        "(medians per call; 'count' is TokenCountCache.counts on the next call's list, "
-        "'counted/call' how many messages the cached loop sent to the counter per call)"
-    )
 
 
 def main() -> None:
