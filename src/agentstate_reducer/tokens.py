@@ -125,11 +125,12 @@ def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 
 
 # -- the heuristic --------------------------------------------------------------------
 
-# Each pattern matches one estimated token; weights were set against exact cl100k_base
+# Each pattern below matches one estimated token; weights were set against exact cl100k_base
 # counts of tests/fixtures/token_corpus/calibration and checked on .../holdout
 # (docs/tokens.md has the table). cl100k splits digits into groups of three, keeps a
 # space before a digit as its own token, merges short punctuation runs, and spends
 # about one token per CJK / kana / Hangul / Indic character and two to three per emoji.
+
 #: English and code: ASCII letters cost a token per 7; other Latin-script prose, per 5.
 _ENGLISH_PIECE = re.compile(r"[A-Za-z]{1,7}")
 _FOREIGN_PIECE = re.compile(r"[A-Za-z]{1,5}")
