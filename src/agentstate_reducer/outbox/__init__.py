@@ -19,9 +19,9 @@ __all__ = (
     "Outbox",
     "OutboxHook",
     "PostgresOutbox",
+    "RedisOutbox",
     "Relay",
     "RelayRound",
-    "RedisOutbox",
     "SQLiteOutbox",
 )
 

@@ -309,7 +309,9 @@ class RedisOutbox(Outbox):
     def _dead_letters(self, limit: int) -> list[Job]:
         out = self._call("read dead letters", self._dead, [limit])
         return [
-            _job(out[i], out[i + 1], out[i + 3], status=FAILED, last_error=_text(out[i + 2]))
+            _job(
+                out[i], out[i + 1], out[i + 3], status=FAILED, last_error=_text(out[i + 2]) or None
+            )
             for i in range(0, len(out), 4)
         ]
 

@@ -263,7 +263,7 @@ class Relay:
         took = time.monotonic() - started
         if took > self.lease_seconds:
             logger.warning(
-                "agentstate-reducer: a delivery took %.1fs, longer than the %.1fs lease; "
+                "agentstate-reducer: a delivery took %.2fs, longer than the %gs lease; "
                 "another relay may deliver the same messages again",
                 took,
                 self.lease_seconds,
