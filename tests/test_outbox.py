@@ -523,6 +523,8 @@ class TestSQLiteOutbox(OutboxContract):
             SQLiteOutbox(tmp_path / "x.db", table="jobs; DROP TABLE x")
         with pytest.raises(ValueError, match="max_attempts must be an int >= 1, got 0"):
             SQLiteOutbox(tmp_path / "x.db", max_attempts=0)
+        with pytest.raises(ValueError, match="timeout must be a finite number"):
+            SQLiteOutbox(tmp_path / "x.db", timeout=-1)
 
     def test_a_closed_outbox_refuses_work(self, backend: Backend) -> None:
         outbox = backend.make()

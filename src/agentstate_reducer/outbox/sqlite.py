@@ -19,7 +19,17 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import OutboxError
-from .base import FAILED, READY, Job, Outbox, Row, Status, check_identifier, make_job
+from .base import (
+    FAILED,
+    READY,
+    Job,
+    Outbox,
+    Row,
+    Status,
+    check_identifier,
+    check_seconds,
+    make_job,
+)
 
 __all__ = ("SQLiteOutbox",)
 
@@ -65,7 +75,7 @@ class SQLiteOutbox(Outbox):
         #: The table holding the jobs.
         self.table = check_identifier("table", table)
         self.synchronous = synchronous
-        self.timeout = timeout
+        self.timeout = check_seconds("timeout", timeout, allow_zero=True)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
