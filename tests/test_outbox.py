@@ -102,11 +102,11 @@ print("ready", flush=True)
 sys.stdin.readline()
 got = []
 while True:
-    jobs = outbox.claim(3, 30)
+    jobs = outbox.claim(2, 30)
     if not jobs:
         break
     got += [job.id for job in jobs]
-    time.sleep(0.01)  # "delivering"
+    time.sleep(0.02)  # "delivering"
 print(json.dumps(got), flush=True)
 """
 
@@ -363,9 +363,9 @@ class OutboxContract:
 
     def test_retry_after_delays_the_next_claim(self, outbox: Outbox) -> None:
         outbox.enqueue(batch(1), NS)
-        assert outbox.fail(outbox.claim()[0], "later", retry_after=0.3) == "ready"
+        assert outbox.fail(outbox.claim()[0], "later", retry_after=1.0) == "ready"
         assert outbox.claim() == []
-        time.sleep(0.4)
+        time.sleep(1.1)
         assert ids(outbox.claim()) == ["m0"]
 
     def test_a_lease_expiring_at_max_attempts_dead_letters(self, backend: Backend) -> None:
@@ -426,14 +426,14 @@ class OutboxContract:
     ) -> None:
         outbox = backend.make()
         outbox.enqueue(batch(4), NS)
-        child = backend.spawn(HANGING_RELAY, "0.6")
+        child = backend.spawn(HANGING_RELAY, "1.5")
         try:
             assert json.loads(read_line(child)) == ["m0", "m1", "m2", "m3"]
         finally:
             kill(child)
         assert child.returncode == -signal.SIGKILL
         assert outbox.claim(10, 30) == []  # the dead relay's lease still holds
-        time.sleep(0.8)
+        time.sleep(1.6)
         sink = Sink()
         jobs = outbox.claim(10, 30)
         assert [job.attempts for job in jobs] == [2, 2, 2, 2]
@@ -763,10 +763,10 @@ def test_relay_retries_with_backoff_then_dead_letters(tmp_path: Path) -> None:
     def down(messages: list[Any], namespace: Any) -> None:
         raise ConnectionError("memory store is down")
 
-    relay = Relay(outbox, down, retry_delay=0.2)
+    relay = Relay(outbox, down, retry_delay=1.0)
     assert relay.run_once() == RelayRound(claimed=2, delivered=0, failed=2)
     assert relay.run_once() == RelayRound()  # waiting out the backoff
-    time.sleep(0.3)
+    time.sleep(1.1)
     assert relay.run_once() == RelayRound(claimed=2, delivered=0, failed=2)
     dead = outbox.dead_letters()
     assert [job.last_error for job in dead] == ["ConnectionError: memory store is down"] * 2
@@ -925,7 +925,7 @@ def test_dicts_round_trip_and_their_key_ignores_field_order(message: dict[str, A
     assert decode_message(kind, text) == message
     shuffled = dict(reversed(list(message.items())))
     assert message_key(shuffled, *encode_message(shuffled)) == message_key(message, kind, text)
-    changed = {**message, "extra": 1}
+    changed = {**message, "id-less change": [message]}
     assert message_key(changed, *encode_message(changed)) != message_key(message, kind, text)
 
 
