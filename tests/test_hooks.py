@@ -124,6 +124,15 @@ def test_ledger_claims_each_id_once_and_forgets_the_oldest() -> None:
     assert ledger.claim([anonymous, anonymous]) == [anonymous, anonymous]
 
 
+def test_ledger_release_hands_ids_out_again() -> None:
+    ledger = DeliveryLedger(window=10)
+    a, b = ({"id": x, "role": "user"} for x in "ab")
+    ledger.claim([a, b])
+    ledger.release([a, {"role": "user"}])
+    assert "a" not in ledger and "b" in ledger
+    assert ledger.claim([a, b]) == [a]
+
+
 def test_background_drains_at_interpreter_exit(tmp_path: Any) -> None:
     import subprocess
     import sys

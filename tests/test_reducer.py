@@ -18,6 +18,7 @@ from agentstate_reducer import (
     DEFAULT_NAMESPACE_KEY,
     MessageFormatError,
     MessageReducer,
+    OutboxError,
     ReducerConfig,
     ReducerResult,
 )
@@ -347,6 +348,38 @@ def test_raising_hook_is_logged_and_skipped(caplog: pytest.LogCaptureFixture) ->
         result = reducer.reduce(existing=msgs(6))
     assert got == result.pruned
     assert "on_prune[0] failed" in caplog.text
+
+
+def test_outbox_error_from_a_hook_propagates_and_a_retry_delivers_again() -> None:
+    calls: list[list[Any]] = []
+
+    def durable(pruned: list[Any], ns: Any) -> None:
+        calls.append(pruned)
+        if len(calls) == 1:
+            raise OutboxError("the database is down")
+
+    config = ReducerConfig(min_messages=2, max_messages=4, on_prune=[durable])
+    reducer = MessageReducer(config=config)
+    with pytest.raises(OutboxError, match="down"):
+        reducer.reduce(existing=msgs(6))
+    result = reducer.reduce(existing=msgs(6))  # the caller retries: the ledger forgot the ids
+    assert calls == [result.pruned, result.pruned]
+
+
+async def test_outbox_error_from_an_async_hook_propagates_too() -> None:
+    calls: list[list[Any]] = []
+
+    async def durable(pruned: list[Any], ns: Any) -> None:
+        calls.append(pruned)
+        if len(calls) == 1:
+            raise OutboxError("the database is down")
+
+    config = ReducerConfig(min_messages=2, max_messages=4, on_prune=[durable])
+    reducer = MessageReducer(config=config)
+    with pytest.raises(OutboxError):
+        await reducer.areduce(existing=msgs(6))
+    result = await reducer.areduce(existing=msgs(6))
+    assert calls == [result.pruned, result.pruned]
 
 
 def test_dedupe_delivers_each_id_once_but_never_filters_pruned() -> None:

@@ -8,6 +8,7 @@ __all__ = (
     "DEFAULT_NAMESPACE_KEY",
     "MessageFormatError",
     "MessageReducer",
+    "OutboxError",
     "ReducerConfig",
     "ReducerError",
     "ReducerResult",
@@ -18,7 +19,7 @@ __all__ = (
 )
 
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
-from .errors import ConfigError, MessageFormatError, ReducerError
+from .errors import ConfigError, MessageFormatError, OutboxError, ReducerError
 from .hooks import Background
 from .reducer import MessageReducer
 from .summary import default_summary_messages_factory

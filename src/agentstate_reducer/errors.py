@@ -2,14 +2,15 @@
 
     ReducerError
     ├── ConfigError(ReducerError, ValueError)      a ReducerConfig field is invalid
-    └── MessageFormatError(ReducerError, TypeError) a message cannot be read
+    ├── MessageFormatError(ReducerError, TypeError) a message cannot be read
+    └── OutboxError(ReducerError, RuntimeError)    a durable outbox could not store or update jobs
 
 Each also inherits the matching built-in, so ``except ValueError`` keeps working.
 """
 
 from __future__ import annotations
 
-__all__ = ("ConfigError", "MessageFormatError", "ReducerError")
+__all__ = ("ConfigError", "MessageFormatError", "OutboxError", "ReducerError")
 
 
 class ReducerError(Exception):
@@ -22,3 +23,11 @@ class ConfigError(ReducerError, ValueError):
 
 class MessageFormatError(ReducerError, TypeError):
     """A message cannot be read; the message names its index."""
+
+
+class OutboxError(ReducerError, RuntimeError):
+    """A durable outbox could not store or update jobs; the driver's error is chained.
+
+    Unlike other hook errors, ``reduce()`` re-raises it from an ``on_prune`` hook, so
+    the caller's state is not advanced past messages that were never stored.
+    """

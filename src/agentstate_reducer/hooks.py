@@ -50,6 +50,14 @@ class DeliveryLedger:
                 self._ids.popitem(last=False)
         return fresh
 
+    def release(self, messages: Iterable[Any]) -> None:
+        """Forget the ids of ``messages``, so a later ``claim`` hands them out again."""
+        with self._lock:
+            for message in messages:
+                ident = message_id(message)
+                if ident is not None:
+                    self._ids.pop(ident, None)
+
     def __contains__(self, ident: object) -> bool:
         with self._lock:
             return ident in self._ids

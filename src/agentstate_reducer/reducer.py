@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .config import ReducerConfig, ReducerResult
+from .errors import OutboxError
 from .hooks import DeliveryLedger
 from .messages import read_messages
 from .plan import Plan, make_plan
@@ -165,6 +166,8 @@ class MessageReducer:
         Raises:
             MessageFormatError: a message cannot be read (a ``TypeError`` naming its index).
             TypeError: ``summarize_fn`` or a hook is async; use :meth:`areduce`.
+            OutboxError: a durable hook could not store the pruned messages. Other
+                hook errors are logged and skipped.
         """
         self._check_sync()
         messages, surviving, pruned, plan = self._prepare(existing, new)
@@ -178,9 +181,18 @@ class MessageReducer:
         if self.config.on_prune:
             deliver = self._to_deliver(pruned)
             if deliver:
-                for i, hook in enumerate(self.config.on_prune):
-                    self._run_hook(i, hook, deliver, namespace)
+                try:
+                    for i, hook in enumerate(self.config.on_prune):
+                        self._run_hook(i, hook, deliver, namespace)
+                except OutboxError:
+                    self._release(deliver)
+                    raise
         return ReducerResult(surviving, pruned, summary)
+
+    def _release(self, deliver: list[Any]) -> None:
+        # Nothing was stored durably: let the retried reduce() hand these over again.
+        if self._ledger is not None:
+            self._ledger.release(deliver)
 
     @staticmethod
     def _summarize(fn: Callable[[list[Any]], Any], pruned: list[Any]) -> str | None:
@@ -202,6 +214,8 @@ class MessageReducer:
     def _run_hook(i: int, hook: Callable[..., Any], pruned: list[Any], namespace: Any) -> None:
         try:
             result = hook(list(pruned), namespace)
+        except OutboxError:
+            raise
         except Exception:
             logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
             return
@@ -242,6 +256,9 @@ class MessageReducer:
                         result = hook(list(deliver), namespace)
                         if inspect.isawaitable(result):
                             await result
+                    except OutboxError:
+                        self._release(deliver)
+                        raise
                     except Exception:
                         logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
         return ReducerResult(surviving, pruned, summary)

@@ -1,0 +1,434 @@
+"""The outbox interface: durable, deduplicated jobs for pruned messages.
+
+One job holds one pruned message and the namespace it was pruned under. Its
+status cycle::
+
+    enqueue
+       │
+       ▼
+     ready ───claim───► claimed ───ack───► done ───purge───► (deleted)
+      ▲ ▲                  │
+      │ └──────────────────┤  fail, or lease expiry, while attempts < max_attempts
+      │                    ▼
+      └─────revive───── failed     fail, or lease expiry, at max_attempts (dead letters)
+
+* ``enqueue`` is idempotent per ``(namespace, key)``: ``key`` is the message id, or
+  ``sha256:<digest>`` of its JSON for a message without one. A key already stored, in
+  any status, is skipped, so two processes (or one process after a restart) that prune
+  the same message store it once.
+* ``claim`` takes the oldest due jobs (FIFO by enqueue order) and leases them to the
+  caller under a fresh lease token, in one transaction (one Lua script for Redis): two
+  claimers never hold the same job while its lease runs. ``attempts`` counts claims.
+* ``ack`` and ``fail`` act only on a job still held under the caller's lease token: a
+  worker whose lease expired and was reclaimed by another changes nothing. An expired
+  lease that nobody reclaimed yet can still be acknowledged.
+* A job whose lease expires is claimed again, or dead-lettered (``failed``) once it was
+  claimed ``max_attempts`` times, so a message that crashes every worker stops.
+
+Delivery is at-least-once: a worker can deliver and then die before ``ack``. Deliver
+into an idempotent target (a store keyed by message id) and the effect is exactly once.
+
+A backend implements the eight ``_`` methods below; validation, encoding and the
+public methods live here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import sys
+import threading
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from ..errors import MessageFormatError
+from ..messages import message_id
+
+__all__ = (
+    "CLAIMED",
+    "DONE",
+    "FAILED",
+    "READY",
+    "Job",
+    "Outbox",
+    "Status",
+    "decode_message",
+    "decode_namespace",
+    "encode_message",
+    "encode_namespace",
+)
+
+Status = Literal["ready", "claimed", "done", "failed"]
+READY: Status = "ready"
+CLAIMED: Status = "claimed"
+DONE: Status = "done"
+FAILED: Status = "failed"
+
+#: ``kind`` of a stored message: a JSON dict, or LangChain ``dumpd`` output.
+JSON_KIND = "json"
+LANGCHAIN_KIND = "langchain"
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
+_MAX_ERROR = 2000
+_load_lock = threading.Lock()
+
+
+def _dumps(value: object, *, canonical: bool = False) -> str:
+    return json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=canonical
+    )
+
+
+def _langchain_message_class() -> type[Any] | None:
+    # A LangChain message can only exist once langchain_core is imported: never import it
+    # for the sake of an isinstance check.
+    if "langchain_core" not in sys.modules:
+        return None
+    from langchain_core.messages import BaseMessage
+
+    return BaseMessage
+
+
+def encode_message(message: object, index: int = 0) -> tuple[str, str]:
+    """Return ``(kind, json_text)`` for a dict or a LangChain message.
+
+    Raises:
+        MessageFormatError: ``message`` is neither a dict of JSON values nor a LangChain
+            message; the error names ``index``.
+    """
+    if isinstance(message, Mapping):
+        try:
+            return JSON_KIND, _dumps(dict(message))
+        except (TypeError, ValueError) as exc:
+            raise MessageFormatError(
+                f"message at index {index} is a dict the outbox cannot store as JSON ({exc}); "
+                "expected a dict of JSON values or a LangChain message"
+            ) from exc
+    base = _langchain_message_class()
+    if base is not None and isinstance(message, base):
+        from langchain_core.load import dumpd
+
+        try:
+            return LANGCHAIN_KIND, _dumps(dumpd(message))
+        except (TypeError, ValueError) as exc:
+            raise MessageFormatError(
+                f"message at index {index} ({type(message).__name__}) cannot be stored as "
+                f"JSON ({exc}); expected JSON-serialisable content"
+            ) from exc
+    raise MessageFormatError(
+        f"message at index {index} is a {type(message).__name__} ({message!r:.80}); the "
+        "outbox stores dicts of JSON values and LangChain messages"
+    )
+
+
+def decode_message(kind: str, text: str) -> Any:
+    """Rebuild a message stored by :func:`encode_message` (LangChain: chat messages only)."""
+    value = json.loads(text)
+    if kind == JSON_KIND:
+        return value
+    if kind != LANGCHAIN_KIND:
+        raise ValueError(f"kind must be {JSON_KIND!r} or {LANGCHAIN_KIND!r}, got {kind!r}")
+    try:
+        from langchain_core._api import LangChainBetaWarning
+        from langchain_core.load import load
+    except ImportError as exc:
+        raise ImportError(
+            "a stored LangChain message needs langchain-core to be rebuilt; "
+            'pip install "agentstate-reducer[langgraph]"'
+        ) from exc
+    # load() is marked beta and warns on every call; the allowlist keeps stored rows from
+    # instantiating anything but chat messages.
+    with _load_lock, warnings.catch_warnings():
+        warnings.simplefilter("ignore", LangChainBetaWarning)
+        return load(value, allowed_objects="messages")
+
+
+def encode_namespace(namespace: object) -> str:
+    """Canonical JSON of a namespace (tuples become arrays).
+
+    Raises:
+        TypeError: ``namespace`` is not made of JSON values.
+    """
+    try:
+        return _dumps(namespace, canonical=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"namespace must be None, a string or a tuple of JSON values, got {namespace!r}"
+        ) from exc
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def decode_namespace(text: str) -> Any:
+    """Inverse of :func:`encode_namespace`; arrays come back as tuples."""
+    return _tuples(json.loads(text))
+
+
+def message_key(message: object, kind: str, text: str) -> str:
+    """The dedupe key: the message id, or a digest of the message's canonical JSON."""
+    ident = message_id(message)
+    if ident is not None:
+        return ident
+    canonical = _dumps(json.loads(text), canonical=True)
+    return f"sha256:{hashlib.sha256(f'{kind}:{canonical}'.encode()).hexdigest()}"
+
+
+class Row(NamedTuple):
+    """One job to insert: what a backend's ``_insert`` receives."""
+
+    namespace: str
+    key: str
+    kind: str
+    payload: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """One message in the outbox, as returned by ``claim`` or ``dead_letters``."""
+
+    #: Increasing in enqueue order within one outbox.
+    id: int
+    #: The namespace given to ``enqueue`` (arrays come back as tuples).
+    namespace: Any
+    #: Canonical JSON of the namespace; jobs with equal ``namespace_key`` share it.
+    namespace_key: str
+    #: The dedupe key: the message id or ``sha256:<digest>``.
+    key: str
+    #: ``"json"`` or ``"langchain"``.
+    kind: str
+    #: The stored JSON text.
+    payload: str = field(repr=False)
+    #: Times this job was claimed, including the current claim.
+    attempts: int
+    #: The lease token of the claim that returned this job (``""`` for dead letters).
+    lease: str = ""
+    #: When the lease ends, in seconds since the epoch (server clock for servers).
+    lease_expires: float = 0.0
+    status: Status = CLAIMED
+    #: The error recorded by the last ``fail`` (or lease expiry), if any.
+    last_error: str | None = None
+
+    @property
+    def message(self) -> Any:
+        """The message, rebuilt from JSON (a new object on every access)."""
+        return decode_message(self.kind, self.payload)
+
+
+def check_identifier(name: str, value: object) -> str:
+    """A table name or similar: letters, digits and underscores, not starting with a digit."""
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+        raise ValueError(
+            f"{name} must be letters, digits and underscores (at most 48, not starting with "
+            f"a digit), got {value!r}"
+        )
+    return value
+
+
+def check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
+
+def check_seconds(name: str, value: object, *, allow_zero: bool) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number of seconds {bound}, got {value!r}")
+    return float(value)
+
+
+def error_text(error: BaseException | str) -> str:
+    """What ``fail`` records: ``Type: message``, cut to a bounded length."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return text.replace("\x00", "")[:_MAX_ERROR]
+
+
+class Outbox(ABC):
+    """Durable jobs for pruned messages; see the module docstring for the status cycle.
+
+    Backends: :class:`~agentstate_reducer.outbox.SQLiteOutbox` (stdlib),
+    ``PostgresOutbox`` (``[postgres]`` extra) and ``RedisOutbox`` (``[redis]`` extra).
+    Every method is safe to call from several threads and processes at once.
+
+    Args:
+        max_attempts: claims a job gets before it is dead-lettered as ``failed``.
+    """
+
+    def __init__(self, *, max_attempts: int = 5) -> None:
+        #: Claims a job gets before it is dead-lettered.
+        self.max_attempts = check_positive_int("max_attempts", max_attempts)
+
+    # -- the public surface --------------------------------------------------------
+
+    def enqueue(self, batch: Sequence[Any], namespace: Any = None) -> int:
+        """Store each message of ``batch`` under ``namespace`` as a ``ready`` job.
+
+        All or nothing: the batch is encoded first and stored in one transaction.
+
+        Returns:
+            How many jobs were new (keys already stored, or repeated in ``batch``,
+            are skipped).
+
+        Raises:
+            MessageFormatError: a message is neither a dict of JSON values nor a
+                LangChain message (a ``TypeError`` naming its index); nothing is stored.
+            TypeError: ``namespace`` is not made of JSON values.
+            OutboxError: the storage failed.
+        """
+        if isinstance(batch, (str, bytes, Mapping)) or not isinstance(batch, Sequence):
+            raise TypeError(f"batch must be a list of messages, got {batch!r:.80}")
+        ns = encode_namespace(namespace)
+        rows: dict[str, Row] = {}
+        for i, message in enumerate(batch):
+            kind, text = encode_message(message, i)
+            key = message_key(message, kind, text)
+            rows.setdefault(key, Row(ns, key, kind, text))
+        if not rows:
+            return 0
+        return self._insert(list(rows.values()))
+
+    def claim(self, limit: int = 100, lease_seconds: float = 30.0) -> list[Job]:
+        """Lease up to ``limit`` due jobs, oldest first, for ``lease_seconds``.
+
+        Due jobs are ``ready`` ones (past any retry delay) and ``claimed`` ones whose
+        lease expired; the latter are dead-lettered instead once they were claimed
+        ``max_attempts`` times.
+        """
+        limit = check_positive_int("limit", limit)
+        lease = check_seconds("lease_seconds", lease_seconds, allow_zero=False)
+        return sorted(self._claim(limit, lease), key=lambda job: job.id)
+
+    def ack(self, jobs: Iterable[Job]) -> int:
+        """Mark ``jobs`` done; returns how many were still held under their lease."""
+        pairs = [(_job(job, "jobs").id, job.lease) for job in jobs]
+        return self._ack(pairs) if pairs else 0
+
+    def fail(
+        self, job: Job, error: BaseException | str, *, retry_after: float = 0.0
+    ) -> Status | None:
+        """Record ``error`` and release ``job``: ``ready`` again after ``retry_after``
+        seconds, or ``failed`` once it was claimed ``max_attempts`` times.
+
+        Returns:
+            The job's new status, or ``None`` when its lease was no longer held.
+        """
+        _job(job, "job")
+        delay = check_seconds("retry_after", retry_after, allow_zero=True)
+        return self._fail(job.id, job.lease, error_text(error), delay)
+
+    def counts(self) -> dict[Status, int]:
+        """Jobs per status (``claimed`` includes leases that expired but were not reclaimed)."""
+        found = self._counts()
+        return {status: found.get(status, 0) for status in (READY, CLAIMED, DONE, FAILED)}
+
+    def dead_letters(self, limit: int = 100) -> list[Job]:
+        """The oldest ``failed`` jobs, with their ``last_error``."""
+        return sorted(self._dead_letters(check_positive_int("limit", limit)), key=lambda j: j.id)
+
+    def revive(self, jobs: Iterable[Job] | None = None) -> int:
+        """Make ``failed`` jobs (all of them by default) ``ready`` with zero attempts."""
+        ids = None if jobs is None else [_job(job, "jobs").id for job in jobs]
+        if ids == []:
+            return 0
+        return self._revive(ids)
+
+    def purge(self, older_than: float) -> int:
+        """Delete ``done`` jobs acknowledged more than ``older_than`` seconds ago.
+
+        Their keys are forgotten: the same message enqueued later is stored again, so
+        purge only what can no longer be pruned twice.
+        """
+        return self._purge(check_seconds("older_than", older_than, allow_zero=True))
+
+    def close(self) -> None:  # noqa: B027 - optional for backends holding nothing
+        """Release connections; the outbox must not be used afterwards."""
+
+    def __enter__(self) -> Outbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- what a backend implements ---------------------------------------------------
+
+    @abstractmethod
+    def _insert(self, rows: list[Row]) -> int:
+        """Insert ``rows`` (distinct keys) as ready jobs in one transaction; count new ones."""
+
+    @abstractmethod
+    def _claim(self, limit: int, lease_seconds: float) -> list[Job]:
+        """Dead-letter expired jobs at max attempts, then lease due jobs, atomically."""
+
+    @abstractmethod
+    def _ack(self, pairs: list[tuple[int, str]]) -> int:
+        """Mark done each ``(id, lease)`` still claimed under that lease; count them."""
+
+    @abstractmethod
+    def _fail(self, job_id: int, lease: str, error: str, retry_after: float) -> Status | None:
+        """Release a job held under ``lease``: ready after ``retry_after``, or failed."""
+
+    @abstractmethod
+    def _counts(self) -> Mapping[str, int]:
+        """Jobs per status."""
+
+    @abstractmethod
+    def _dead_letters(self, limit: int) -> list[Job]:
+        """Up to ``limit`` failed jobs."""
+
+    @abstractmethod
+    def _revive(self, ids: list[int] | None) -> int:
+        """Failed jobs (with these ids, or all) -> ready with zero attempts; count them."""
+
+    @abstractmethod
+    def _purge(self, older_than: float) -> int:
+        """Delete done jobs finished more than ``older_than`` seconds ago; count them."""
+
+
+def _job(value: object, name: str) -> Job:
+    if not isinstance(value, Job):
+        raise TypeError(f"{name} must hold Job objects returned by claim(), got {value!r:.80}")
+    return value
+
+
+def make_job(
+    job_id: int,
+    namespace: str,
+    key: str,
+    kind: str,
+    payload: str,
+    attempts: int,
+    *,
+    lease: str = "",
+    lease_expires: float = 0.0,
+    status: Status = CLAIMED,
+    last_error: str | None = None,
+) -> Job:
+    """Build a :class:`Job` from stored columns (the namespace as stored text)."""
+    return Job(
+        id=int(job_id),
+        namespace=decode_namespace(namespace),
+        namespace_key=namespace,
+        key=key,
+        kind=kind,
+        payload=payload,
+        attempts=int(attempts),
+        lease=lease,
+        lease_expires=float(lease_expires),
+        status=status,
+        last_error=last_error,
+    )

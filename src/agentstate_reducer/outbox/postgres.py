@@ -1,0 +1,289 @@
+"""The PostgreSQL outbox (psycopg 3): claims with ``FOR UPDATE SKIP LOCKED``.
+
+Claimers never wait for each other: each locks the oldest due rows nobody else holds
+and leases them in the same statement. Times (retry delays, leases) use the server's
+clock, so workers on several hosts agree on them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
+
+from ..errors import OutboxError
+from .base import FAILED, READY, Job, Outbox, Row, Status, check_identifier, make_job
+
+try:
+    import psycopg
+    from psycopg import sql
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        'PostgresOutbox needs psycopg 3: pip install "agentstate-reducer[postgres]"'
+    ) from exc
+
+__all__ = ("PostgresOutbox",)
+
+_T = TypeVar("_T")
+# A deadlock between two enqueues of overlapping batches is resolved by aborting one:
+# retrying it is safe because the insert skips keys already stored.
+_RETRIES = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {t} (
+    id bigserial PRIMARY KEY,
+    namespace text NOT NULL,
+    msg_key text NOT NULL,
+    kind text NOT NULL,
+    payload text NOT NULL,
+    status text NOT NULL DEFAULT 'ready'
+        CHECK (status IN ('ready', 'claimed', 'done', 'failed')),
+    attempts integer NOT NULL DEFAULT 0,
+    due_at timestamptz NOT NULL DEFAULT now(),
+    lease text,
+    last_error text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (namespace, msg_key)
+);
+CREATE INDEX IF NOT EXISTS {pending} ON {t} (id) WHERE status IN ('ready', 'claimed');
+CREATE INDEX IF NOT EXISTS {status} ON {t} (status);
+"""
+
+_INSERT = """
+INSERT INTO {t} (namespace, msg_key, kind, payload)
+SELECT n, k, d, p
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS u(n, k, d, p, o)
+ORDER BY o
+ON CONFLICT (namespace, msg_key) DO NOTHING
+"""
+
+_EXPIRE = """
+UPDATE {t} SET status = 'failed', lease = NULL, updated_at = now(),
+    last_error = 'lease expired after ' || attempts || ' attempt(s)'
+WHERE id IN (
+    SELECT id FROM {t}
+    WHERE status = 'claimed' AND due_at <= now() AND attempts >= %(max)s
+    FOR UPDATE SKIP LOCKED
+)
+"""
+
+_CLAIM = """
+WITH due AS (
+    SELECT id FROM {t}
+    WHERE status IN ('ready', 'claimed') AND due_at <= now()
+        AND NOT (status = 'claimed' AND attempts >= %(max)s)
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {t} AS j SET status = 'claimed', attempts = j.attempts + 1, lease = %(lease)s,
+    due_at = now() + make_interval(secs => %(secs)s), updated_at = now()
+FROM due WHERE j.id = due.id
+RETURNING j.id, j.namespace, j.msg_key, j.kind, j.payload, j.attempts,
+    extract(epoch FROM j.due_at)::float8
+"""
+
+_ACK = """
+UPDATE {t} AS j SET status = 'done', lease = NULL, updated_at = now()
+FROM unnest(%s::bigint[], %s::text[]) AS a(id, lease)
+WHERE j.id = a.id AND j.lease = a.lease AND j.status = 'claimed'
+"""
+
+_FAIL = """
+UPDATE {t} SET status = CASE WHEN attempts >= %(max)s THEN 'failed' ELSE 'ready' END,
+    lease = NULL, last_error = %(error)s, updated_at = now(),
+    due_at = now() + make_interval(secs => %(delay)s)
+WHERE id = %(id)s AND lease = %(lease)s AND status = 'claimed'
+RETURNING status
+"""
+
+_DEAD = """
+SELECT id, namespace, msg_key, kind, payload, attempts, last_error
+FROM {t} WHERE status = 'failed' ORDER BY id LIMIT %s
+"""
+
+_REVIVE = """
+UPDATE {t} SET status = 'ready', attempts = 0, due_at = now(), updated_at = now()
+WHERE status = 'failed' AND (%(all)s OR id = ANY(%(ids)s::bigint[]))
+"""
+
+_PURGE = """
+DELETE FROM {t} WHERE status = 'done' AND updated_at < now() - make_interval(secs => %s)
+"""
+
+
+class PostgresOutbox(Outbox):
+    """An :class:`~agentstate_reducer.outbox.Outbox` in a PostgreSQL table.
+
+    Give either a connection string (each thread then keeps its own autocommit
+    connection) or a ``psycopg_pool.ConnectionPool`` (anything whose ``connection()``
+    is a context manager yielding a psycopg connection).
+
+    Args:
+        conninfo: a libpq connection string or URL.
+        pool: a connection pool, instead of ``conninfo``.
+        table: the table to use, created (with its indexes) if missing.
+        max_attempts: claims a job gets before it is dead-lettered.
+
+    Example:
+        >>> outbox = PostgresOutbox("postgresql://app@db/app")          # doctest: +SKIP
+        >>> reducer = MessageReducer(config=ReducerConfig(on_prune=[OutboxHook(outbox)]))
+    """
+
+    def __init__(
+        self,
+        conninfo: str | None = None,
+        *,
+        pool: Any = None,
+        table: str = "agentstate_outbox",
+        max_attempts: int = 5,
+    ) -> None:
+        super().__init__(max_attempts=max_attempts)
+        if (conninfo is None) == (pool is None):
+            raise ValueError(
+                f"give exactly one of conninfo and pool, got conninfo={conninfo!r}, pool={pool!r}"
+            )
+        if conninfo is not None and not isinstance(conninfo, str):
+            raise TypeError(f"conninfo must be a connection string, got {conninfo!r}")
+        if pool is not None and not callable(getattr(pool, "connection", None)):
+            raise TypeError(f"pool must have a connection() context manager, got {pool!r}")
+        #: The connection string, when no pool is used.
+        self.conninfo: str = conninfo or ""
+        #: The connection pool, if one was given.
+        self.pool = pool
+        #: The table holding the jobs.
+        self.table = check_identifier("table", table)
+        self._t = sql.Identifier(table)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Any] = []
+        self._closed = False
+
+        def create(conn: Any) -> None:
+            # Two processes creating the same table at once would collide in the catalog.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"outbox:{table}",))
+            conn.execute(
+                self._sql(
+                    _SCHEMA,
+                    pending=sql.Identifier(f"{table}_pending"),
+                    status=sql.Identifier(f"{table}_status"),
+                )
+            )
+
+        self._run("create the table", create)
+
+    def __repr__(self) -> str:
+        return f"PostgresOutbox(table={self.table!r})"
+
+    def _sql(self, text: str, **names: Any) -> Any:
+        return sql.SQL(text).format(t=self._t, **names)
+
+    # -- connections ----------------------------------------------------------------
+
+    @contextmanager
+    def _own_connection(self) -> Iterator[Any]:
+        conn = getattr(self._local, "conn", None)
+        # A connection inherited through fork() belongs to the parent; a broken one is gone.
+        if conn is None or conn.closed or conn.broken or self._local.pid != os.getpid():
+            if self._closed:
+                raise OutboxError(f"{self!r} is closed")
+            conn = psycopg.connect(self.conninfo, autocommit=True)
+            self._local.conn = conn
+            self._local.pid = os.getpid()
+            with self._lock:
+                self._connections.append(conn)
+        yield conn
+
+    def _connection(self) -> AbstractContextManager[Any]:
+        if self.pool is not None:
+            return self.pool.connection()  # type: ignore[no-any-return]
+        return self._own_connection()
+
+    def _run(self, action: str, fn: Callable[[Any], _T]) -> _T:
+        """Run ``fn(conn)`` in one transaction; psycopg errors become :class:`OutboxError`."""
+        for attempt in range(_RETRIES):
+            try:
+                with self._connection() as conn, conn.transaction():
+                    return fn(conn)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+                if attempt == _RETRIES - 1:
+                    raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
+            except psycopg.Error as exc:
+                raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the connections this object opened (a pool is left to its owner)."""
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    # -- the backend ----------------------------------------------------------------
+
+    def _insert(self, rows: list[Row]) -> int:
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        query = self._sql(_INSERT)
+        return self._run("enqueue", lambda conn: int(conn.execute(query, columns).rowcount))
+
+    def _claim(self, limit: int, lease_seconds: float) -> list[Job]:
+        token = uuid.uuid4().hex
+        params = {"max": self.max_attempts, "limit": limit, "lease": token, "secs": lease_seconds}
+        expire, claim = self._sql(_EXPIRE), self._sql(_CLAIM)
+
+        def run(conn: Any) -> list[Any]:
+            conn.execute(expire, params)
+            return conn.execute(claim, params).fetchall()  # type: ignore[no-any-return]
+
+        rows = self._run("claim", run)
+        return [make_job(*row[:6], lease=token, lease_expires=row[6]) for row in rows]
+
+    def _ack(self, pairs: list[tuple[int, str]]) -> int:
+        ids, leases = [list(column) for column in zip(*pairs, strict=True)]
+        query = self._sql(_ACK)
+        return self._run(
+            "acknowledge", lambda conn: int(conn.execute(query, (ids, leases)).rowcount)
+        )
+
+    def _fail(self, job_id: int, lease: str, error: str, retry_after: float) -> Status | None:
+        params = {
+            "max": self.max_attempts,
+            "error": error,
+            "delay": retry_after,
+            "id": job_id,
+            "lease": lease,
+        }
+        query = self._sql(_FAIL)
+        row = self._run("record a failure", lambda conn: conn.execute(query, params).fetchone())
+        if row is None:
+            return None
+        return FAILED if row[0] == FAILED else READY
+
+    def _counts(self) -> Mapping[str, int]:
+        query = self._sql("SELECT status, count(*) FROM {t} GROUP BY status")
+        rows = self._run("count jobs", lambda conn: conn.execute(query).fetchall())
+        return {status: n for status, n in rows}
+
+    def _dead_letters(self, limit: int) -> list[Job]:
+        query = self._sql(_DEAD)
+        rows = self._run("read dead letters", lambda conn: conn.execute(query, (limit,)).fetchall())
+        return [make_job(*row[:6], status=FAILED, last_error=row[6]) for row in rows]
+
+    def _revive(self, ids: list[int] | None) -> int:
+        params = {"all": ids is None, "ids": ids or []}
+        query = self._sql(_REVIVE)
+        return self._run(
+            "revive dead letters", lambda conn: int(conn.execute(query, params).rowcount)
+        )
+
+    def _purge(self, older_than: float) -> int:
+        query = self._sql(_PURGE)
+        return self._run(
+            "purge done jobs", lambda conn: int(conn.execute(query, (older_than,)).rowcount)
+        )

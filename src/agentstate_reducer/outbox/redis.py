@@ -1,0 +1,327 @@
+"""The Redis outbox (redis-py): every state change is one Lua script, so it is atomic.
+
+Keys, all under one prefix: ``seq`` (job ids), ``keys`` (dedupe key -> id), ``jobs``
+(id -> stored message), ``fields``, ``attempts``, ``leases``, ``errors`` (hashes by id),
+and one sorted set per status: ``ready`` and ``failed`` (scored by id, so FIFO),
+``delayed`` (by due time), ``claimed`` (by lease expiry), ``done`` (by finish time).
+Times use the server's clock (``TIME``).
+
+A job is as durable as the server's persistence: with ``appendonly yes`` it survives
+a server restart; the client process being killed loses nothing in any setup. Every
+script names all its keys, so on Redis Cluster a prefix holding a hash tag
+(``"{outbox}"``) keeps them in one slot.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from ..errors import OutboxError
+from .base import FAILED, READY, Job, Outbox, Row, Status, make_job
+
+try:
+    import redis
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        'RedisOutbox needs redis-py: pip install "agentstate-reducer[redis]"'
+    ) from exc
+
+__all__ = ("RedisOutbox",)
+
+_T = TypeVar("_T")
+_KEYS = (
+    "seq",
+    "keys",
+    "jobs",
+    "fields",
+    "attempts",
+    "leases",
+    "errors",
+    "ready",
+    "delayed",
+    "claimed",
+    "failed",
+    "done",
+)
+_BATCH = 1000
+
+# KEYS: 1 seq, 2 keys, 3 jobs, 4 fields, 5 attempts, 6 leases, 7 errors,
+#       8 ready, 9 delayed, 10 claimed, 11 failed, 12 done.
+_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+"""
+
+_ENQUEUE = """
+local n = 0
+for i = 1, #ARGV, 2 do
+    if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0 then
+        local id = redis.call('INCR', KEYS[1])
+        redis.call('HSET', KEYS[2], ARGV[i], id)
+        redis.call('HSET', KEYS[3], id, ARGV[i + 1])
+        redis.call('HSET', KEYS[4], id, ARGV[i])
+        redis.call('ZADD', KEYS[8], id, id)
+        n = n + 1
+    end
+end
+return n
+"""
+
+_CLAIM = (
+    _NOW
+    + """
+local limit, lease, max, token = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', now, 'LIMIT', 0, 1000)) do
+    redis.call('ZREM', KEYS[9], id)
+    redis.call('ZADD', KEYS[8], id, id)
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', now, 'LIMIT', 0, 1000)) do
+    redis.call('ZREM', KEYS[10], id)
+    redis.call('HDEL', KEYS[6], id)
+    local attempts = tonumber(redis.call('HGET', KEYS[5], id) or '0')
+    if attempts >= max then
+        redis.call('HSET', KEYS[7], id, 'lease expired after ' .. attempts .. ' attempt(s)')
+        redis.call('ZADD', KEYS[11], id, id)
+    else
+        redis.call('ZADD', KEYS[8], id, id)
+    end
+end
+local expires = now + lease
+local out = {tostring(expires)}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[8], 0, limit - 1)) do
+    redis.call('ZREM', KEYS[8], id)
+    local attempts = redis.call('HINCRBY', KEYS[5], id, 1)
+    redis.call('HSET', KEYS[6], id, token)
+    redis.call('ZADD', KEYS[10], expires, id)
+    table.insert(out, id)
+    table.insert(out, attempts)
+    table.insert(out, redis.call('HGET', KEYS[3], id))
+end
+return out
+"""
+)
+
+_ACK = (
+    _NOW
+    + """
+local n = 0
+for i = 1, #ARGV, 2 do
+    local id = ARGV[i]
+    if redis.call('HGET', KEYS[6], id) == ARGV[i + 1] and redis.call('ZREM', KEYS[10], id) == 1 then
+        redis.call('HDEL', KEYS[6], id)
+        redis.call('ZADD', KEYS[12], now, id)
+        n = n + 1
+    end
+end
+return n
+"""
+)
+
+_FAIL = (
+    _NOW
+    + """
+local id = ARGV[1]
+if redis.call('HGET', KEYS[6], id) ~= ARGV[2] or redis.call('ZREM', KEYS[10], id) == 0 then
+    return false
+end
+redis.call('HDEL', KEYS[6], id)
+redis.call('HSET', KEYS[7], id, ARGV[3])
+if tonumber(redis.call('HGET', KEYS[5], id) or '0') >= tonumber(ARGV[5]) then
+    redis.call('ZADD', KEYS[11], id, id)
+    return 'failed'
+end
+local delay = tonumber(ARGV[4])
+if delay > 0 then
+    redis.call('ZADD', KEYS[9], now + delay, id)
+else
+    redis.call('ZADD', KEYS[8], id, id)
+end
+return 'ready'
+"""
+)
+
+_DEAD = """
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[11], 0, tonumber(ARGV[1]) - 1)) do
+    table.insert(out, id)
+    table.insert(out, redis.call('HGET', KEYS[5], id) or '0')
+    table.insert(out, redis.call('HGET', KEYS[7], id) or '')
+    table.insert(out, redis.call('HGET', KEYS[3], id))
+end
+return out
+"""
+
+_REVIVE = """
+local ids = ARGV
+if #ids == 0 then
+    ids = redis.call('ZRANGE', KEYS[11], 0, -1)
+end
+local n = 0
+for _, id in ipairs(ids) do
+    if redis.call('ZREM', KEYS[11], id) == 1 then
+        redis.call('HSET', KEYS[5], id, 0)
+        redis.call('ZADD', KEYS[8], id, id)
+        n = n + 1
+    end
+end
+return n
+"""
+
+_PURGE = (
+    _NOW
+    + """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[12], '-inf', '(' .. (now - tonumber(ARGV[1])),
+    'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(ids) do
+    local field = redis.call('HGET', KEYS[4], id)
+    if field then
+        redis.call('HDEL', KEYS[2], field)
+    end
+    for k = 3, 7 do
+        redis.call('HDEL', KEYS[k], id)
+    end
+    redis.call('ZREM', KEYS[12], id)
+end
+return #ids
+"""
+)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _job(job_id: Any, attempts: Any, blob: Any, **extra: Any) -> Job:
+    stored = json.loads(_text(blob))
+    return make_job(
+        int(job_id), stored["n"], stored["k"], stored["d"], stored["p"], int(attempts), **extra
+    )
+
+
+class RedisOutbox(Outbox):
+    """An :class:`~agentstate_reducer.outbox.Outbox` in Redis.
+
+    Args:
+        url: a Redis URL such as ``redis://localhost:6379/0``.
+        client: a ``redis.Redis`` client, instead of ``url``.
+        prefix: the start of every key this outbox uses.
+        max_attempts: claims a job gets before it is dead-lettered.
+
+    Example:
+        >>> outbox = RedisOutbox("redis://localhost:6379/0")             # doctest: +SKIP
+        >>> reducer = MessageReducer(config=ReducerConfig(on_prune=[OutboxHook(outbox)]))
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: Any = None,
+        prefix: str = "agentstate:outbox",
+        max_attempts: int = 5,
+    ) -> None:
+        super().__init__(max_attempts=max_attempts)
+        if (url is None) == (client is None):
+            raise ValueError(
+                f"give exactly one of url and client, got url={url!r}, client={client!r}"
+            )
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(f"prefix must be a non-empty string, got {prefix!r}")
+        self._owns_client = client is None
+        #: The redis-py client used.
+        self.client: Any = redis.Redis.from_url(url) if url is not None else client
+        #: The start of every key.
+        self.prefix = prefix
+        #: Every key, in the order the scripts expect them.
+        self.keys = [f"{prefix}:{name}" for name in _KEYS]
+        register = self.client.register_script
+        self._enqueue = register(_ENQUEUE)
+        self._claim_script = register(_CLAIM)
+        self._ack_script = register(_ACK)
+        self._fail_script = register(_FAIL)
+        self._dead = register(_DEAD)
+        self._revive_script = register(_REVIVE)
+        self._purge_script = register(_PURGE)
+
+    def __repr__(self) -> str:
+        return f"RedisOutbox(prefix={self.prefix!r})"
+
+    def _run(self, action: str, fn: Callable[[], _T]) -> _T:
+        try:
+            return fn()
+        except redis.RedisError as exc:
+            raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
+
+    def _call(self, action: str, script: Any, args: list[Any]) -> Any:
+        return self._run(action, lambda: script(keys=self.keys, args=args))
+
+    def close(self) -> None:
+        """Close the client when this object created it from a URL."""
+        if self._owns_client:
+            self.client.close()
+
+    # -- the backend ----------------------------------------------------------------
+
+    def _insert(self, rows: list[Row]) -> int:
+        args: list[str] = []
+        for row in rows:
+            # The namespace is JSON text, which never holds a raw NUL: the split is unique.
+            args.append(f"{row.namespace}\x00{row.key}")
+            stored = {"n": row.namespace, "k": row.key, "d": row.kind, "p": row.payload}
+            args.append(json.dumps(stored))
+        return int(self._call("enqueue", self._enqueue, args))
+
+    def _claim(self, limit: int, lease_seconds: float) -> list[Job]:
+        token = uuid.uuid4().hex
+        out = self._call(
+            "claim", self._claim_script, [limit, repr(lease_seconds), self.max_attempts, token]
+        )
+        expires = float(_text(out[0]))
+        return [
+            _job(out[i], out[i + 1], out[i + 2], lease=token, lease_expires=expires)
+            for i in range(1, len(out), 3)
+        ]
+
+    def _ack(self, pairs: list[tuple[int, str]]) -> int:
+        args = [value for pair in pairs for value in pair]
+        return int(self._call("acknowledge", self._ack_script, args))
+
+    def _fail(self, job_id: int, lease: str, error: str, retry_after: float) -> Status | None:
+        args = [job_id, lease, error, repr(retry_after), self.max_attempts]
+        status = self._call("record a failure", self._fail_script, args)
+        if status is None:
+            return None
+        return FAILED if _text(status) == FAILED else READY
+
+    def _counts(self) -> Mapping[str, int]:
+        def count() -> list[int]:
+            pipe = self.client.pipeline(transaction=True)
+            for name in ("ready", "delayed", "claimed", "done", "failed"):
+                pipe.zcard(f"{self.prefix}:{name}")
+            return [int(n) for n in pipe.execute()]
+
+        ready, delayed, claimed, done, failed = self._run("count jobs", count)
+        return {"ready": ready + delayed, "claimed": claimed, "done": done, "failed": failed}
+
+    def _dead_letters(self, limit: int) -> list[Job]:
+        out = self._call("read dead letters", self._dead, [limit])
+        return [
+            _job(
+                out[i], out[i + 1], out[i + 3], status=FAILED, last_error=_text(out[i + 2]) or None
+            )
+            for i in range(0, len(out), 4)
+        ]
+
+    def _revive(self, ids: list[int] | None) -> int:
+        return int(self._call("revive dead letters", self._revive_script, ids or []))
+
+    def _purge(self, older_than: float) -> int:
+        total = 0
+        while True:
+            n = int(self._call("purge done jobs", self._purge_script, [repr(older_than), _BATCH]))
+            total += n
+            if n < _BATCH:
+                return total

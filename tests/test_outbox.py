@@ -1,0 +1,977 @@
+"""The outbox: one contract every backend passes, then OutboxHook, Relay and the reducer.
+
+PostgreSQL and Redis run when reachable (AGENTSTATE_TEST_POSTGRES_URL,
+AGENTSTATE_TEST_REDIS_URL) and skip otherwise. Each test uses its own table or key
+prefix and removes it, so reruns and parallel runs do not collide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from histories import ai, human, results, system
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+import agentstate_reducer.outbox as outbox_pkg
+from agentstate_reducer import MessageFormatError, MessageReducer, OutboxError, ReducerConfig
+from agentstate_reducer.outbox import (
+    AsyncOutboxHook,
+    Job,
+    Outbox,
+    OutboxHook,
+    Relay,
+    RelayRound,
+    SQLiteOutbox,
+)
+from agentstate_reducer.outbox.base import Row, decode_message, encode_message, message_key
+
+POSTGRES_URL = os.environ.get(
+    "AGENTSTATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("AGENTSTATE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+NS = ("memories", "alice")
+
+
+def batch(n: int, *, start: int = 0, prefix: str = "m") -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": f"message {i}", "id": f"{prefix}{i}"}
+        for i in range(start, start + n)
+    ]
+
+
+def ids(jobs: list[Job]) -> list[str]:
+    return [job.key for job in jobs]
+
+
+class Sink:
+    """An idempotent long-term memory: one entry per (namespace, message id)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[Any, str], Any] = {}
+        #: Every delivery, so tests can tell at-least-once from exactly-once.
+        self.deliveries: Counter[tuple[Any, str]] = Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, messages: list[Any], namespace: Any) -> None:
+        with self.lock:
+            for message in messages:
+                ident = message["id"] if isinstance(message, dict) else message.id
+                self.entries[(namespace, ident)] = message
+                self.deliveries[(namespace, ident)] += 1
+
+
+def drain(outbox: Outbox, deliver: Callable[[list[Any], Any], Any]) -> int:
+    relay = Relay(outbox, deliver, batch=50, retry_delay=0)
+    delivered = 0
+    while True:
+        done = relay.run_once()
+        delivered += done.delivered
+        if done.claimed == 0:
+            return delivered
+
+
+# -- running an outbox in another process -----------------------------------------------
+
+PRELUDE = """
+import json, sys, time
+import agentstate_reducer.outbox as ob
+spec = json.loads(sys.argv[1])
+outbox = getattr(ob, spec["cls"])(**spec["kwargs"])
+"""
+
+CLAIMER = """
+print("ready", flush=True)
+sys.stdin.readline()
+got = []
+while True:
+    jobs = outbox.claim(2, 30)
+    if not jobs:
+        break
+    got += [job.id for job in jobs]
+    time.sleep(0.02)  # "delivering"
+print(json.dumps(got), flush=True)
+"""
+
+PRUNER = """
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.outbox import OutboxHook
+history = json.loads(sys.argv[2])
+config = ReducerConfig(min_messages=5, max_messages=10, on_prune=[OutboxHook(outbox)])
+print("ready", flush=True)
+sys.stdin.readline()
+result = MessageReducer(config=config).reduce(history, namespace=["memories", "alice"])
+print(json.dumps([m["id"] for m in result.pruned]), flush=True)
+time.sleep(60)  # killed here: after the enqueue, before any delivery
+"""
+
+HANGING_RELAY = """
+from agentstate_reducer.outbox import Relay
+def deliver(messages, namespace):
+    print(json.dumps([m["id"] for m in messages]), flush=True)
+    time.sleep(60)  # killed here: after the claim, before the ack
+Relay(outbox, deliver, lease_seconds=float(sys.argv[2])).run_once()
+"""
+
+
+@dataclass
+class Backend:
+    """How to build one backend's outbox here and in a child process."""
+
+    cls: str
+    kwargs: dict[str, Any]
+    created: list[Outbox] = field(default_factory=list)
+
+    def make(self, **extra: Any) -> Outbox:
+        outbox: Outbox = getattr(outbox_pkg, self.cls)(**{**self.kwargs, **extra})
+        self.created.append(outbox)
+        return outbox
+
+    def spawn(self, script: str, *args: str) -> subprocess.Popen[str]:
+        spec = json.dumps({"cls": self.cls, "kwargs": self.kwargs})
+        return subprocess.Popen(
+            [sys.executable, "-c", PRELUDE + textwrap.dedent(script), spec, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def close(self) -> None:
+        for outbox in self.created:
+            outbox.close()
+
+
+def read_line(child: subprocess.Popen[str]) -> str:
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    if not line:
+        assert child.stderr is not None
+        raise AssertionError(f"child exited early: {child.stderr.read()}")
+    return line.strip()
+
+
+def kill(child: subprocess.Popen[str]) -> None:
+    if child.poll() is None:
+        os.kill(child.pid, signal.SIGKILL)
+    child.communicate(timeout=10)
+
+
+# -- the contract ------------------------------------------------------------------------
+
+
+class OutboxContract:
+    """What every backend guarantees; a subclass provides the ``backend`` fixture."""
+
+    @pytest.fixture
+    def outbox(self, backend: Backend) -> Outbox:
+        return backend.make()
+
+    # enqueue
+
+    def test_enqueue_stores_each_message_once(self, outbox: Outbox) -> None:
+        assert outbox.enqueue(batch(5), NS) == 5
+        assert outbox.enqueue(batch(5), NS) == 0
+        assert outbox.enqueue(batch(3, start=4), NS) == 2
+        assert outbox.counts() == {"ready": 7, "claimed": 0, "done": 0, "failed": 0}
+
+    def test_repeats_within_one_batch_are_stored_once(self, outbox: Outbox) -> None:
+        assert outbox.enqueue(batch(2) + batch(2), NS) == 2
+        assert ids(outbox.claim(10)) == ["m0", "m1"]
+
+    def test_the_same_id_in_two_namespaces_is_two_jobs(self, outbox: Outbox) -> None:
+        assert outbox.enqueue(batch(2), NS) == 2
+        assert outbox.enqueue(batch(2), ("memories", "bob")) == 2
+        # A list and a tuple are the same namespace.
+        assert outbox.enqueue(batch(2), ["memories", "bob"]) == 0
+        assert outbox.enqueue(batch(2)) == 2
+        jobs = outbox.claim(10)
+        assert [job.namespace for job in jobs] == [NS] * 2 + [("memories", "bob")] * 2 + [None] * 2
+
+    def test_messages_without_an_id_are_keyed_by_content(self, outbox: Outbox) -> None:
+        plain = [{"role": "user", "content": "hi"}, {"content": "hi", "role": "user"}]
+        assert outbox.enqueue(plain, NS) == 1
+        assert outbox.enqueue([{"role": "user", "content": "hi!"}], NS) == 1
+        keys = ids(outbox.claim(10))
+        assert len(set(keys)) == 2 and all(k.startswith("sha256:") for k in keys)
+
+    def test_enqueue_is_all_or_nothing(self, outbox: Outbox) -> None:
+        bad = [*batch(2), object()]
+        with pytest.raises(MessageFormatError, match="index 2"):
+            outbox.enqueue(bad, NS)
+        with pytest.raises(MessageFormatError, match=r"index 1 is a dict.*JSON"):
+            outbox.enqueue([batch(1)[0], {"id": "x", "when": object()}], NS)
+        with pytest.raises(TypeError, match="namespace"):
+            outbox.enqueue(batch(1), object())
+        assert sum(outbox.counts().values()) == 0
+
+    def test_round_trip_of_dicts_and_langchain_messages(self, outbox: Outbox) -> None:
+        messages: list[Any] = [
+            {"role": "user", "content": [{"type": "text", "text": "héllo ✓"}], "id": "d1"},
+            {"role": "assistant", "content": None, "id": "d2", "meta": {"n": 1.5, "ok": True}},
+            SystemMessage(content="be brief", id="s"),
+            HumanMessage(content="what is 2+2?", id="h"),
+            AIMessage(
+                content="",
+                id="a",
+                tool_calls=[{"name": "calc", "args": {"expr": "2+2"}, "id": "c1"}],
+            ),
+            ToolMessage(content="4", tool_call_id="c1", id="t"),
+        ]
+        assert outbox.enqueue(messages, NS) == len(messages)
+        jobs = outbox.claim(10)
+        assert [job.message for job in jobs] == messages
+        assert [type(job.message) for job in jobs] == [type(m) for m in messages]
+
+    # claim
+
+    def test_claim_leases_the_oldest_jobs_first(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(3), NS)
+        outbox.enqueue(batch(3, start=3), ("other",))
+        outbox.enqueue(batch(2, start=6), NS)
+        first = outbox.claim(4, 30)
+        assert ids(first) == ["m0", "m1", "m2", "m3"]
+        assert [job.id for job in first] == sorted(job.id for job in first)
+        assert {job.attempts for job in first} == {1}
+        assert len({job.lease for job in first}) == 1 and first[0].lease
+        second = outbox.claim(10, 300)
+        assert ids(second) == ["m4", "m5", "m6", "m7"]
+        # Leases run on the backend's clock, which may differ from ours.
+        assert 260 < second[0].lease_expires - first[0].lease_expires < 280
+        assert outbox.counts() == {"ready": 0, "claimed": 8, "done": 0, "failed": 0}
+
+    def test_a_held_lease_is_not_claimed_again(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(3), NS)
+        assert len(outbox.claim(10, 30)) == 3
+        assert outbox.claim(10, 30) == []
+
+    def test_an_expired_lease_is_reclaimed_and_the_old_claim_goes_stale(
+        self, outbox: Outbox
+    ) -> None:
+        outbox.enqueue(batch(2), NS)
+        old = outbox.claim(10, 0.2)
+        time.sleep(0.3)
+        new = outbox.claim(10, 30)
+        assert ids(new) == ["m0", "m1"]
+        assert [job.attempts for job in new] == [2, 2]
+        assert new[0].lease != old[0].lease
+        assert outbox.ack(old) == 0
+        assert outbox.fail(old[0], "late") is None
+        assert outbox.ack(new) == 2
+
+    def test_an_expired_lease_nobody_reclaimed_can_still_be_acked(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(1), NS)
+        jobs = outbox.claim(1, 0.1)
+        time.sleep(0.2)
+        assert outbox.ack(jobs) == 1
+        assert outbox.claim(10) == []
+
+    def test_claims_are_exclusive_across_threads(self, backend: Backend) -> None:
+        backend.make().enqueue(batch(60), NS)
+        claimed: list[list[int]] = []
+
+        def worker() -> None:
+            outbox = backend.make()
+            got: list[int] = []
+            while jobs := outbox.claim(2, 30):
+                got += [job.id for job in jobs]
+            claimed.append(got)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        every = [job_id for got in claimed for job_id in got]
+        assert len(claimed) == 4
+        assert len(every) == len(set(every)) == 60
+
+    def test_claims_are_exclusive_across_processes(self, backend: Backend) -> None:
+        outbox = backend.make()
+        outbox.enqueue(batch(60), NS)
+        children = [backend.spawn(CLAIMER) for _ in range(2)]
+        try:
+            for child in children:
+                assert read_line(child) == "ready"
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            claimed = [json.loads(read_line(child)) for child in children]
+        finally:
+            for child in children:
+                child.communicate(timeout=30)
+        assert all(claimed), claimed  # both took part
+        assert not set(claimed[0]) & set(claimed[1])
+        assert len(claimed[0]) + len(claimed[1]) == 60
+        assert outbox.counts()["claimed"] == 60
+
+    # ack, fail, dead letters
+
+    def test_ack_marks_done_and_done_keys_stay_deduplicated(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(3), NS)
+        jobs = outbox.claim(10)
+        assert outbox.ack(jobs[:2]) == 2
+        assert outbox.ack(jobs[:2]) == 0
+        assert outbox.counts() == {"ready": 0, "claimed": 1, "done": 2, "failed": 0}
+        assert outbox.enqueue(batch(3), NS) == 0
+        assert outbox.ack([]) == 0
+
+    def test_fail_retries_then_dead_letters(self, backend: Backend) -> None:
+        outbox = backend.make(max_attempts=2)
+        outbox.enqueue(batch(1), NS)
+        assert outbox.fail(outbox.claim()[0], ValueError("store down")) == "ready"
+        job = outbox.claim()[0]
+        assert job.attempts == 2
+        assert outbox.fail(job, "still down") == "failed"
+        assert outbox.claim() == []
+        assert outbox.counts() == {"ready": 0, "claimed": 0, "done": 0, "failed": 1}
+        (dead,) = outbox.dead_letters()
+        assert (dead.key, dead.status, dead.attempts) == ("m0", "failed", 2)
+        assert dead.last_error == "still down"
+        assert dead.message == batch(1)[0]
+        # A dead letter still holds its key.
+        assert outbox.enqueue(batch(1), NS) == 0
+        assert outbox.revive() == 1
+        assert outbox.revive([dead]) == 0
+        revived = outbox.claim()
+        assert ids(revived) == ["m0"] and revived[0].attempts == 1
+
+    def test_fail_records_the_exception_type_and_bounds_its_text(self, backend: Backend) -> None:
+        outbox = backend.make(max_attempts=1)
+        outbox.enqueue(batch(1), NS)
+        assert outbox.fail(outbox.claim()[0], ValueError("x" * 5000)) == "failed"
+        (dead,) = outbox.dead_letters()
+        assert dead.last_error == "ValueError: " + "x" * (2000 - len("ValueError: "))
+
+    def test_retry_after_delays_the_next_claim(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(1), NS)
+        assert outbox.fail(outbox.claim()[0], "later", retry_after=1.0) == "ready"
+        assert outbox.claim() == []
+        time.sleep(1.1)
+        assert ids(outbox.claim()) == ["m0"]
+
+    def test_a_lease_expiring_at_max_attempts_dead_letters(self, backend: Backend) -> None:
+        outbox = backend.make(max_attempts=1)
+        outbox.enqueue(batch(2), NS)
+        outbox.claim(1, 0.1)
+        time.sleep(0.2)
+        assert ids(outbox.claim(10)) == ["m1"]
+        (dead,) = outbox.dead_letters()
+        assert dead.key == "m0"
+        assert dead.last_error == "lease expired after 1 attempt(s)"
+
+    def test_purge_forgets_done_jobs(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(2), NS)
+        outbox.ack(outbox.claim(1))
+        assert outbox.purge(3600) == 0
+        time.sleep(0.05)
+        assert outbox.purge(0) == 1
+        assert outbox.counts() == {"ready": 1, "claimed": 0, "done": 0, "failed": 0}
+        assert outbox.enqueue(batch(2), NS) == 1  # its key is free again
+
+    def test_storage_errors_become_outbox_errors(self, backend: Backend) -> None:
+        with pytest.raises(OutboxError) as info:
+            self.broken(backend).enqueue(batch(1), NS)
+        assert info.value.__cause__ is not None
+
+    def broken(self, backend: Backend) -> Outbox:
+        raise NotImplementedError
+
+    # crashes
+
+    def test_two_pruners_killed_after_enqueue_lose_and_duplicate_nothing(
+        self, backend: Backend
+    ) -> None:
+        history = [{"role": "system", "content": "sys", "id": "s"}, *batch(30)]
+        children = [backend.spawn(PRUNER, json.dumps(history)) for _ in range(2)]
+        try:
+            for child in children:
+                assert read_line(child) == "ready"
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            pruned = [json.loads(read_line(child)) for child in children]
+        finally:
+            for child in children:
+                kill(child)
+        assert [child.returncode for child in children] == [-signal.SIGKILL] * 2
+        assert pruned[0] == pruned[1] and len(pruned[0]) == 25
+        sink = Sink()
+        assert drain(backend.make(), sink) == 25
+        assert sorted(ident for _, ident in sink.deliveries) == sorted(pruned[0])
+        assert set(sink.deliveries.values()) == {1}
+        assert {ns for ns, _ in sink.deliveries} == {NS}
+
+    def test_a_relay_killed_before_ack_is_redelivered_after_the_lease(
+        self, backend: Backend
+    ) -> None:
+        outbox = backend.make()
+        outbox.enqueue(batch(4), NS)
+        child = backend.spawn(HANGING_RELAY, "1.5")
+        try:
+            assert json.loads(read_line(child)) == ["m0", "m1", "m2", "m3"]
+        finally:
+            kill(child)
+        assert child.returncode == -signal.SIGKILL
+        assert outbox.claim(10, 30) == []  # the dead relay's lease still holds
+        time.sleep(1.6)
+        sink = Sink()
+        jobs = outbox.claim(10, 30)
+        assert [job.attempts for job in jobs] == [2, 2, 2, 2]
+        sink([job.message for job in jobs], jobs[0].namespace)
+        assert outbox.ack(jobs) == 4
+        assert sorted(ident for _, ident in sink.entries) == ["m0", "m1", "m2", "m3"]
+
+    # end to end
+
+    def test_every_pruned_message_reaches_the_sink_exactly_once(self, backend: Backend) -> None:
+        """A 150-turn agent, a relay draining concurrently, and a restart mid-way."""
+        outbox = backend.make()
+        sink = Sink()
+        relay = Relay(outbox, sink, batch=7, poll_interval=0.01)
+        stop = threading.Event()
+        thread = threading.Thread(target=relay.run_forever, args=(stop,))
+        thread.start()
+        config = ReducerConfig(min_messages=12, max_messages=30, on_prune=[OutboxHook(outbox)])
+        reducer = MessageReducer(config=config)
+        state: list[Any] = [system("langchain", "sys", "sys")]
+        pruned: list[Any] = []
+        steps: list[tuple[list[Any], list[Any]]] = []
+        try:
+            for turn in range(150):
+                shape = ("openai", "langchain", "anthropic")[turn % 3]
+                calls = [f"c{turn}.{k}" for k in range(turn % 3)]
+                new = [human(shape, f"question {turn}", f"h{turn}")]
+                if calls:
+                    new += [ai(shape, "", f"a{turn}c", calls), *results(shape, calls, f"r{turn}")]
+                new.append(ai(shape, f"answer {turn}", f"a{turn}"))
+                result = reducer.reduce(state, new, namespace=NS)
+                pruned += result.pruned
+                steps.append((state, new))
+                state = result.surviving
+                if turn == 100:
+                    # A restarted process replays turns whose checkpoint it never saw.
+                    reducer = MessageReducer(config=config)
+                    for old, again in steps[-30:]:
+                        reducer.reduce(old, again, namespace=NS)
+        finally:
+            stop.set()
+            thread.join(30)
+        drain(outbox, sink)
+        expected = [m["id"] if isinstance(m, dict) else m.id for m in pruned]
+        assert len(expected) == len(set(expected)) > 300
+        assert sorted(ident for _, ident in sink.entries) == sorted(expected)
+        assert set(sink.deliveries.values()) == {1}
+        assert outbox.counts() == {"ready": 0, "claimed": 0, "done": len(expected), "failed": 0}
+        by_id = {(m["id"] if isinstance(m, dict) else m.id): m for m in pruned}
+        assert all(sink.entries[(NS, ident)] == by_id[ident] for ident in expected)
+
+
+# -- the backends --------------------------------------------------------------------------
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+class TestSQLiteOutbox(OutboxContract):
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> Iterator[Backend]:
+        backend = Backend(
+            "SQLiteOutbox", {"path": str(tmp_path / "outbox.db"), "table": unique("outbox")}
+        )
+        yield backend
+        backend.close()
+
+    def broken(self, backend: Backend) -> Outbox:
+        return backend.make(path=str(Path(backend.kwargs["path"]).parent / "missing" / "x.db"))
+
+    def test_the_database_uses_wal(self, backend: Backend) -> None:
+        import sqlite3
+
+        outbox = backend.make()
+        with sqlite3.connect(backend.kwargs["path"]) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        conn.close()
+        assert isinstance(outbox, SQLiteOutbox) and outbox.synchronous == "NORMAL"
+
+    def test_arguments_are_checked(self, tmp_path: Path) -> None:
+        with pytest.raises(ValueError, match="path must name a database file"):
+            SQLiteOutbox(":memory:")
+        with pytest.raises(ValueError, match="synchronous must be"):
+            SQLiteOutbox(tmp_path / "x.db", synchronous="OFF")
+        with pytest.raises(ValueError, match="table must be letters"):
+            SQLiteOutbox(tmp_path / "x.db", table="jobs; DROP TABLE x")
+        with pytest.raises(ValueError, match="max_attempts must be an int >= 1, got 0"):
+            SQLiteOutbox(tmp_path / "x.db", max_attempts=0)
+        with pytest.raises(ValueError, match="timeout must be a finite number"):
+            SQLiteOutbox(tmp_path / "x.db", timeout=-1)
+
+    def test_a_closed_outbox_refuses_work(self, backend: Backend) -> None:
+        outbox = backend.make()
+        outbox.close()
+        with pytest.raises(OutboxError, match="is closed"):
+            outbox.enqueue(batch(1), NS)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        pytest.skip(
+            f"PostgreSQL is not reachable ({exc}); run one on 127.0.0.1:5432 with trust auth "
+            "and a database 'test', or set AGENTSTATE_TEST_POSTGRES_URL"
+        )
+    return POSTGRES_URL
+
+
+class TestPostgresOutbox(OutboxContract):
+    @pytest.fixture
+    def backend(self, postgres_url: str) -> Iterator[Backend]:
+        import psycopg
+
+        table = unique("outbox_test")
+        backend = Backend("PostgresOutbox", {"conninfo": postgres_url, "table": table})
+        yield backend
+        backend.close()
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def broken(self, backend: Backend) -> Outbox:
+        return backend.make(conninfo="postgresql://postgres@127.0.0.1:1/test?connect_timeout=2")
+
+    def test_a_connection_pool_works_too(self, backend: Backend, postgres_url: str) -> None:
+        from psycopg_pool import ConnectionPool
+
+        with ConnectionPool(postgres_url, min_size=1, max_size=2, open=True) as pool:
+            outbox = backend.make(conninfo=None, pool=pool)
+            assert outbox.enqueue(batch(3), NS) == 3
+            jobs = outbox.claim(2)
+            assert outbox.ack(jobs) == 2
+            assert outbox.counts() == {"ready": 1, "claimed": 0, "done": 2, "failed": 0}
+
+    def test_arguments_are_checked(self, postgres_url: str) -> None:
+        from agentstate_reducer.outbox import PostgresOutbox
+
+        with pytest.raises(ValueError, match="exactly one of conninfo and pool"):
+            PostgresOutbox()
+        with pytest.raises(TypeError, match="pool must have a connection"):
+            PostgresOutbox(pool=object())
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    redis = pytest.importorskip("redis")
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        pytest.skip(
+            f"Redis is not reachable ({exc}); run one on 127.0.0.1:6379 or set "
+            "AGENTSTATE_TEST_REDIS_URL"
+        )
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+class TestRedisOutbox(OutboxContract):
+    @pytest.fixture
+    def backend(self, redis_url: str) -> Iterator[Backend]:
+        import redis
+
+        prefix = unique("agentstate-test")
+        backend = Backend("RedisOutbox", {"url": redis_url, "prefix": prefix})
+        yield backend
+        backend.close()
+        client = redis.Redis.from_url(redis_url)
+        for key in client.scan_iter(match=f"{prefix}:*"):
+            client.delete(key)
+        client.close()
+
+    def broken(self, backend: Backend) -> Outbox:
+        return backend.make(url="redis://127.0.0.1:1/0")
+
+    def test_a_client_works_too(self, backend: Backend, redis_url: str) -> None:
+        import redis
+
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        outbox = backend.make(url=None, client=client)
+        assert outbox.enqueue(batch(2), NS) == 2
+        assert outbox.ack(outbox.claim(1)) == 1
+        outbox.close()
+        assert client.ping()  # a client we were given is left open
+        client.close()
+
+    def test_arguments_are_checked(self) -> None:
+        from agentstate_reducer.outbox import RedisOutbox
+
+        with pytest.raises(ValueError, match="exactly one of url and client"):
+            RedisOutbox()
+        with pytest.raises(ValueError, match="prefix must be a non-empty string"):
+            RedisOutbox("redis://127.0.0.1:1/0", prefix="")
+
+
+# -- OutboxHook and the reducer ----------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_outbox(tmp_path: Path) -> Iterator[SQLiteOutbox]:
+    outbox = SQLiteOutbox(tmp_path / "outbox.db")
+    yield outbox
+    outbox.close()
+
+
+class Flaky(SQLiteOutbox):
+    """Fails the first ``fails`` enqueues, like a database that is briefly down."""
+
+    fails = 1
+
+    def _insert(self, rows: list[Row]) -> int:
+        if self.fails:
+            self.fails -= 1
+            raise OutboxError("the database is down")
+        return super()._insert(rows)
+
+
+def test_reduce_raises_outbox_errors_so_a_retry_stores_the_messages(tmp_path: Path) -> None:
+    outbox = Flaky(tmp_path / "outbox.db")
+    seen: list[str] = []
+    config = ReducerConfig(
+        min_messages=2,
+        max_messages=4,
+        on_prune=[lambda pruned, ns: seen.extend(m["id"] for m in pruned), OutboxHook(outbox)],
+    )
+    reducer = MessageReducer(config=config)
+    history = batch(6)
+    with pytest.raises(OutboxError, match="down"):
+        reducer.reduce(history, namespace=NS)
+    result = reducer.reduce(history, namespace=NS)  # the caller retries the same step
+    assert [m["id"] for m in result.pruned] == ["m1", "m2", "m3"]
+    assert ids(outbox.claim(10)) == ["m1", "m2", "m3"]
+    assert seen == ["m1", "m2", "m3"] * 2  # hooks before the outbox run again
+    outbox.close()
+
+
+async def test_areduce_raises_outbox_errors_too(tmp_path: Path) -> None:
+    outbox = Flaky(tmp_path / "outbox.db")
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[AsyncOutboxHook(outbox)])
+    )
+    with pytest.raises(OutboxError):
+        await reducer.areduce(batch(6), namespace=NS)
+    await reducer.areduce(batch(6), namespace=NS)
+    assert ids(outbox.claim(10)) == ["m1", "m2", "m3"]
+    outbox.close()
+
+
+def test_an_unstorable_message_is_logged_and_the_reduce_goes_on(
+    sqlite_outbox: SQLiteOutbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[OutboxHook(sqlite_outbox)])
+    )
+    history = [*batch(3), {"role": "user", "content": b"bytes", "id": "b"}, *batch(3, start=3)]
+    with caplog.at_level(logging.ERROR, logger="agentstate_reducer"):
+        result = reducer.reduce(history, namespace=NS)
+    assert len(result.pruned) == 4
+    assert "on_prune[0] failed" in caplog.text
+    assert "index 2 is a dict" in caplog.text  # the index within the pruned batch
+    assert sqlite_outbox.counts()["ready"] == 0
+
+
+async def test_async_outbox_hook_serves_areduce_only(sqlite_outbox: SQLiteOutbox) -> None:
+    hook = AsyncOutboxHook(sqlite_outbox)
+    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[hook]))
+    with pytest.raises(TypeError, match="areduce"):
+        reducer.reduce(batch(6))
+    result = await reducer.areduce(batch(6), namespace=NS)
+    assert ids(sqlite_outbox.claim(10)) == [m["id"] for m in result.pruned]
+    assert repr(hook).startswith("AsyncOutboxHook(SQLiteOutbox(")
+
+
+async def test_sync_outbox_hook_works_under_areduce(sqlite_outbox: SQLiteOutbox) -> None:
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[OutboxHook(sqlite_outbox)])
+    )
+    await reducer.areduce(batch(6), namespace=NS)
+    assert sqlite_outbox.counts()["ready"] == 3
+
+
+def test_hooks_and_relay_check_their_arguments(sqlite_outbox: SQLiteOutbox) -> None:
+    with pytest.raises(TypeError, match=r"outbox must be an agentstate_reducer\.outbox\.Outbox"):
+        OutboxHook(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="deliver_fn must be callable"):
+        Relay(sqlite_outbox, None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="batch must be an int >= 1, got 0"):
+        Relay(sqlite_outbox, print, batch=0)
+    with pytest.raises(ValueError, match="lease_seconds must be a finite number"):
+        Relay(sqlite_outbox, print, lease_seconds=0)
+    with pytest.raises(ValueError, match="limit must be an int >= 1"):
+        sqlite_outbox.claim(0)
+    with pytest.raises(ValueError, match=r"lease_seconds .* got nan"):
+        sqlite_outbox.claim(1, float("nan"))
+    with pytest.raises(ValueError, match="retry_after"):
+        sqlite_outbox.fail(Job(1, None, "null", "k", "json", "{}", 1), "x", retry_after=-1)
+    with pytest.raises(TypeError, match="job must hold Job objects"):
+        sqlite_outbox.fail(1, "x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="jobs must hold Job objects"):
+        sqlite_outbox.ack([1])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="batch must be a list"):
+        sqlite_outbox.enqueue({"role": "user", "content": "x"})  # type: ignore[arg-type]
+
+
+# -- Relay -------------------------------------------------------------------------------------
+
+
+def test_relay_delivers_each_namespace_in_order(sqlite_outbox: SQLiteOutbox) -> None:
+    sqlite_outbox.enqueue(batch(2), NS)
+    sqlite_outbox.enqueue(batch(2, start=2), "bob")
+    sqlite_outbox.enqueue(batch(2, start=4), NS)
+    calls: list[tuple[Any, list[str]]] = []
+    relay = Relay(sqlite_outbox, lambda ms, ns: calls.append((ns, [m["id"] for m in ms])))
+    assert relay.run_once() == RelayRound(claimed=6, delivered=6, failed=0)
+    assert calls == [(NS, ["m0", "m1", "m4", "m5"]), ("bob", ["m2", "m3"])]
+    assert relay.run_once() == RelayRound()
+
+
+def test_relay_retries_with_backoff_then_dead_letters(tmp_path: Path) -> None:
+    outbox = SQLiteOutbox(tmp_path / "x.db", max_attempts=2)
+    outbox.enqueue(batch(2), NS)
+
+    def down(messages: list[Any], namespace: Any) -> None:
+        raise ConnectionError("memory store is down")
+
+    relay = Relay(outbox, down, retry_delay=1.0)
+    assert relay.run_once() == RelayRound(claimed=2, delivered=0, failed=2)
+    assert relay.run_once() == RelayRound()  # waiting out the backoff
+    time.sleep(1.1)
+    assert relay.run_once() == RelayRound(claimed=2, delivered=0, failed=2)
+    dead = outbox.dead_letters()
+    assert [job.last_error for job in dead] == ["ConnectionError: memory store is down"] * 2
+    outbox.close()
+
+
+def test_relay_backoff_doubles_up_to_the_cap(sqlite_outbox: SQLiteOutbox) -> None:
+    relay = Relay(sqlite_outbox, print, retry_delay=1, max_retry_delay=5)
+    assert [relay.backoff(n) for n in (1, 2, 3, 4, 10)] == [1, 2, 4, 5, 5]
+
+
+def test_a_row_that_cannot_be_rebuilt_fails_its_group(sqlite_outbox: SQLiteOutbox) -> None:
+    sqlite_outbox._insert([Row('"ns"', "bad", "json", "{not json")])
+    sink = Sink()
+    assert Relay(sqlite_outbox, sink).run_once() == RelayRound(claimed=1, failed=1)
+    assert sink.deliveries == Counter()
+
+
+def test_relay_warns_when_a_delivery_outlives_its_lease(
+    sqlite_outbox: SQLiteOutbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    sqlite_outbox.enqueue(batch(1), NS)
+    relay = Relay(sqlite_outbox, lambda ms, ns: time.sleep(0.15), lease_seconds=0.05)
+    with caplog.at_level(logging.WARNING, logger="agentstate_reducer"):
+        assert relay.run_once().delivered == 1
+    assert "longer than the 0.05s lease" in caplog.text
+
+
+def test_run_forever_drains_and_stops(sqlite_outbox: SQLiteOutbox) -> None:
+    sink = Sink()
+    relay = Relay(sqlite_outbox, sink, batch=3, poll_interval=0.01)
+    stop = threading.Event()
+    thread = threading.Thread(target=relay.run_forever, args=(stop,))
+    thread.start()
+    sqlite_outbox.enqueue(batch(10), NS)
+    deadline = time.monotonic() + 10
+    while len(sink.entries) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert len(sink.entries) == 10
+
+
+def test_run_forever_survives_outbox_errors(
+    sqlite_outbox: SQLiteOutbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken(SQLiteOutbox):
+        def _claim(self, limit: int, lease_seconds: float) -> list[Job]:
+            stop.set()
+            raise OutboxError("disk full")
+
+    broken = Broken(sqlite_outbox.path)
+    stop = threading.Event()
+    with caplog.at_level(logging.ERROR, logger="agentstate_reducer"):
+        Relay(broken, print, poll_interval=0.01).run_forever(stop)
+    assert "relay round failed" in caplog.text
+    broken.close()
+
+
+def test_two_relays_with_an_idempotent_sink_have_an_exactly_once_effect(
+    sqlite_outbox: SQLiteOutbox,
+) -> None:
+    sqlite_outbox.enqueue(batch(200), NS)
+    sink = Sink()
+    stop = threading.Event()
+    relays = [Relay(sqlite_outbox, sink, batch=5, poll_interval=0.01) for _ in range(2)]
+    threads = [threading.Thread(target=r.run_forever, args=(stop,)) for r in relays]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 20
+    while sqlite_outbox.counts()["done"] < 200 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    for thread in threads:
+        thread.join(5)
+    assert len(sink.entries) == 200
+    assert set(sink.deliveries.values()) == {1}
+
+
+async def test_arun_once_awaits_an_async_deliver_fn_on_this_loop(
+    sqlite_outbox: SQLiteOutbox,
+) -> None:
+    sqlite_outbox.enqueue(batch(3), NS)
+    loops: list[asyncio.AbstractEventLoop] = []
+    got: list[str] = []
+
+    async def deliver(messages: list[Any], namespace: Any) -> None:
+        loops.append(asyncio.get_running_loop())
+        got.extend(m["id"] for m in messages)
+
+    relay = Relay(sqlite_outbox, deliver)
+    assert await relay.arun_once() == RelayRound(claimed=3, delivered=3)
+    assert loops == [asyncio.get_running_loop()] and got == ["m0", "m1", "m2"]
+
+
+async def test_arun_once_runs_a_sync_deliver_fn_off_the_loop(
+    sqlite_outbox: SQLiteOutbox,
+) -> None:
+    sqlite_outbox.enqueue(batch(2), NS)
+    threads: list[str] = []
+
+    def deliver(messages: list[Any], namespace: Any) -> None:
+        threads.append(threading.current_thread().name)
+        raise RuntimeError("nope")
+
+    relay = Relay(sqlite_outbox, deliver, retry_delay=0)
+    assert await relay.arun_once() == RelayRound(claimed=2, failed=2)
+    assert threads and threads[0] != threading.current_thread().name
+
+
+async def test_arun_forever_drains_and_stops(sqlite_outbox: SQLiteOutbox) -> None:
+    sqlite_outbox.enqueue(batch(7), NS)
+    sink = Sink()
+    stop = asyncio.Event()
+
+    async def deliver(messages: list[Any], namespace: Any) -> None:
+        sink(messages, namespace)
+        if len(sink.entries) == 7:
+            stop.set()
+
+    relay = Relay(sqlite_outbox, deliver, batch=2, poll_interval=0.01)
+    await asyncio.wait_for(relay.arun_forever(stop), 10)
+    assert len(sink.entries) == 7
+
+
+def test_sync_run_once_runs_an_async_deliver_fn(sqlite_outbox: SQLiteOutbox) -> None:
+    sqlite_outbox.enqueue(batch(2), NS)
+    got: list[str] = []
+
+    async def deliver(messages: list[Any], namespace: Any) -> None:
+        got.extend(m["id"] for m in messages)
+
+    assert Relay(sqlite_outbox, deliver).run_once().delivered == 2
+    assert got == ["m0", "m1"]
+
+
+# -- encoding ----------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=6,
+)
+plain_keys = st.text().filter(lambda k: k not in {"id", "role", "type", "data", "kwargs"})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(plain_keys, json_values, max_size=4))
+def test_dicts_round_trip_and_their_key_ignores_field_order(message: dict[str, Any]) -> None:
+    kind, text = encode_message(message)
+    assert decode_message(kind, text) == message
+    shuffled = dict(reversed(list(message.items())))
+    assert message_key(shuffled, *encode_message(shuffled)) == message_key(message, kind, text)
+    changed = {**message, "id-less change": [message]}
+    assert message_key(changed, *encode_message(changed)) != message_key(message, kind, text)
+
+
+def test_outbox_all_is_sorted_and_resolves() -> None:
+    names = outbox_pkg.__all__
+    assert list(names) == sorted(names)
+    for name in names:
+        assert getattr(outbox_pkg, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        outbox_pkg.Nope  # noqa: B018
+
+
+BLOCKED = ("psycopg", "psycopg_pool", "redis", "langchain_core", "langchain", "langgraph")
+
+
+def test_the_outbox_needs_only_the_standard_library(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {BLOCKED!r}:
+                    raise ImportError("blocked " + name)
+                return None
+
+        sys.meta_path.insert(0, Block())
+        from agentstate_reducer.outbox import OutboxHook, Relay, SQLiteOutbox
+        outbox = SQLiteOutbox({str(tmp_path / "x.db")!r})
+        OutboxHook(outbox)([{{"role": "user", "content": "hi", "id": "1"}}], ("m",))
+        got = []
+        Relay(outbox, lambda ms, ns: got.append((ms, ns))).run_once()
+        assert got == [([{{"role": "user", "content": "hi", "id": "1"}}], ("m",))], got
+        for name, extra in (("PostgresOutbox", "postgres"), ("RedisOutbox", "redis")):
+            try:
+                exec(f"from agentstate_reducer.outbox import {{name}}")
+            except ImportError as exc:
+                assert f'pip install "agentstate-reducer[{{extra}}]"' in str(exc), exc
+            else:
+                raise AssertionError(name + " imported without its driver")
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r})
+        assert not loaded, loaded
+        outbox.close()
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
