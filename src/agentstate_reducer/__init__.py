@@ -9,13 +9,16 @@ __all__ = (
     "MessageFormatError",
     "MessageReducer",
     "OutboxError",
+    "Problem",
     "ReducerConfig",
     "ReducerError",
     "ReducerResult",
     "RememberFn",
+    "check_history",
     "default_summary_messages_factory",
     "resolve_token_counter",
     "trim_messages",
+    "validate_history",
 )
 
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
@@ -25,3 +28,4 @@ from .reducer import MessageReducer
 from .summary import default_summary_messages_factory
 from .tokens import resolve_token_counter
 from .trim import trim_messages
+from .validate import Problem, check_history, validate_history

@@ -22,16 +22,23 @@ from .errors import MessageFormatError
 
 __all__ = (
     "AI",
+    "BLANK_PART",
     "FUNCTION",
     "HUMAN",
+    "MEDIA_PART",
+    "OTHER_PART",
     "PRUNABLE_ROLES",
     "SYSTEM",
+    "TEXT_PART",
     "TOOL",
+    "TOOL_RESULT_PART",
+    "TOOL_USE_PART",
     "MessageParts",
     "MessageView",
     "copy_state",
     "message_content",
     "message_id",
+    "content_kinds",
     "message_parts",
     "message_state",
     "normalize_role",
@@ -89,6 +96,15 @@ _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text", "text-plain"})
 _CALL_BLOCKS = frozenset({"tool_use", "tool_call", "server_tool_use", "server_tool_call"})
 
 _M = TypeVar("_M")
+
+# Kinds of content part reported by content_kinds().
+TEXT_PART = "text"
+#: A text part with no non-whitespace character.
+BLANK_PART = "blank"
+TOOL_USE_PART = "tool_use"
+TOOL_RESULT_PART = "tool_result"
+MEDIA_PART = "media"
+OTHER_PART = "other"
 
 
 class MessageView(NamedTuple):
@@ -542,3 +558,46 @@ def with_content(message: _M, content: object) -> _M:
     copied_obj = copy.deepcopy(message)
     setattr(copied_obj, "content", new)  # noqa: B010 - duck-typed message objects
     return copied_obj
+
+
+def _text_kind(text: object) -> str:
+    return TEXT_PART if isinstance(text, str) and text.strip() else BLANK_PART
+
+
+def _block_kind(block: object) -> str:
+    if isinstance(block, str):
+        return _text_kind(block)
+    if not isinstance(block, Mapping):
+        return OTHER_PART
+    kind = block.get("type")
+    if kind in _TEXT_BLOCKS or (kind is None and "text" in block):
+        return _text_kind(block.get("text"))
+    if kind in _MEDIA_BLOCKS:
+        return MEDIA_PART
+    if kind in _CALL_BLOCKS:
+        return TOOL_USE_PART
+    if kind == "tool_result":
+        return TOOL_RESULT_PART
+    return OTHER_PART
+
+
+def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
+    """The kind of each part of a message's content, in order.
+
+    A list of blocks gives one kind per block (``"text"``, ``"blank"`` for a text
+    block with no non-whitespace character, ``"tool_use"``, ``"tool_result"``,
+    ``"media"``, ``"other"``); a string gives ``("text",)``, or ``()`` when it is
+    blank or the content is missing. Tool calls kept outside the content (OpenAI
+    ``tool_calls``) are not parts: read them from :func:`read_message`.
+    """
+    read_message(message, index)  # the same shape checks, and errors naming the index
+    content = message_content(message)
+    if content is None:
+        return ()
+    if isinstance(content, str):
+        return (TEXT_PART,) if content.strip() else ()
+    if isinstance(content, Mapping):
+        return (_block_kind(content),)
+    if isinstance(content, (list, tuple)):
+        return tuple(_block_kind(block) for block in content)
+    return (_text_kind(str(content)),)

@@ -225,6 +225,10 @@ def _extend_to_human(
 ) -> int:
     """Prune until the first kept non-system message after ``start`` is a human turn.
 
+    Results of a call made before ``start`` (by the preserved first message) belong
+    to that message and are skipped, never pruned: pruning them would leave its
+    calls unanswered.
+
     Returns the first index pruned here, or ``len(views)`` when none was.
     """
     first = len(views)
@@ -234,7 +238,10 @@ def _extend_to_human(
         view = views[i]
         if view.role == SYSTEM:
             continue
-        if (view.role == HUMAN and parents[i] is None) or protected[i]:
+        links = parents[i]
+        if links is not None and all(p is not None and p < start for p in links):
+            continue
+        if (view.role == HUMAN and links is None) or protected[i]:
             break
         if view.role != AI and not (view.role in (TOOL, HUMAN) and parents[i] is not None):
             break  # a role the window may never remove: stop rather than break the rule

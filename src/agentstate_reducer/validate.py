@@ -1,0 +1,349 @@
+"""Provider rules for message histories: find what OpenAI or Anthropic would reject with a 400.
+
+Every rule is documented, with the provider's own wording, in ``docs/validation.md``.
+Messages are read only through the adapter (``messages.py``), so every shape the
+package reads is checked the same way.
+
+Law (tested with hypothesis): with ``cascade_tool_messages`` on (the default), if
+``validate_history(xs, provider=p) == []`` then
+``validate_history(MessageReducer(config=c).reduce(xs).surviving, provider=p) == []``
+for every config ``c`` with ``c.start_on == "human"`` when ``p == "anthropic"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ReducerError
+from .messages import (
+    AI,
+    BLANK_PART,
+    HUMAN,
+    SYSTEM,
+    TOOL,
+    TOOL_RESULT_PART,
+    content_kinds,
+    read_messages,
+)
+from .reducer import as_message_list
+
+__all__ = (
+    "ALTERNATION",
+    "DUPLICATE_RESULT",
+    "EMPTY_TEXT",
+    "FIRST_NOT_USER",
+    "LATE_RESULT",
+    "ORPHAN_RESULT",
+    "PROVIDERS",
+    "RESULTS_FIRST",
+    "RULES",
+    "SPLIT_PARALLEL",
+    "UNANSWERED_CALL",
+    "InvalidHistoryError",
+    "Problem",
+    "check_history",
+    "validate_history",
+)
+
+#: Providers whose rules are known.
+PROVIDERS = ("openai", "anthropic")
+
+# Rules of both providers.
+ORPHAN_RESULT = "orphan-result"
+LATE_RESULT = "late-result"
+DUPLICATE_RESULT = "duplicate-result"
+UNANSWERED_CALL = "unanswered-call"
+SPLIT_PARALLEL = "split-parallel"
+# Rules of Anthropic only.
+FIRST_NOT_USER = "first-not-user"
+ALTERNATION = "alternation"
+RESULTS_FIRST = "results-first"
+EMPTY_TEXT = "empty-text"
+
+#: Every rule, by provider.
+RULES: dict[str, tuple[str, ...]] = {
+    "openai": (ORPHAN_RESULT, LATE_RESULT, DUPLICATE_RESULT, UNANSWERED_CALL, SPLIT_PARALLEL),
+    "anthropic": (
+        ORPHAN_RESULT,
+        LATE_RESULT,
+        DUPLICATE_RESULT,
+        UNANSWERED_CALL,
+        SPLIT_PARALLEL,
+        FIRST_NOT_USER,
+        ALTERNATION,
+        RESULTS_FIRST,
+        EMPTY_TEXT,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One rule a history breaks: which message, which rule, what is wrong and how to fix it."""
+
+    #: Index of the offending message in the list checked.
+    index: int
+    #: The rule's name (see :data:`RULES`).
+    rule: str
+    #: What is wrong, naming the call ids or roles involved.
+    detail: str
+    #: A short fix.
+    fix: str
+
+    def __str__(self) -> str:
+        return f"message {self.index}: {self.detail} [{self.rule}]; fix: {self.fix}"
+
+
+class InvalidHistoryError(ReducerError, ValueError):
+    """A history breaks a provider's rules; ``problems`` lists every one."""
+
+    def __init__(self, provider: str, problems: list[Problem]) -> None:
+        self.provider = provider
+        self.problems = list(problems)
+        count = len(problems)
+        lines = "".join(f"\n  {p}" for p in problems)
+        super().__init__(
+            f"history is not valid for provider {provider!r}: {count} "
+            f"problem{'' if count == 1 else 's'} found:{lines}"
+        )
+
+
+def _ids(ids: Iterable[str]) -> str:
+    return ", ".join(repr(i) for i in ids)
+
+
+class _Checker:
+    """One pass over the views; collects problems in message order."""
+
+    def __init__(self, messages: list[Any], anthropic: bool) -> None:
+        self.messages = messages
+        self.views = read_messages(messages)
+        self.anthropic = anthropic
+        self.problems: list[Problem] = []
+        #: call id -> index of the latest assistant message that issued it.
+        self.issued: dict[str, int] = {}
+        #: call ids answered since they were issued.
+        self.answered: set[str] = set()
+        #: calls of the open assistant turn still awaiting a result: id -> issuer index.
+        self.awaiting: dict[str, int] = {}
+        #: whether the open assistant turn got any result at all.
+        self.got_result = False
+        #: role of the previous message that takes part in turns (None before the first).
+        self.previous: str | None = None
+
+    def add(self, index: int, rule: str, detail: str, fix: str) -> None:
+        self.problems.append(Problem(index, rule, detail, fix))
+
+    def close(self, at: int | None) -> None:
+        """End the open assistant turn's results: every call still awaiting one is a problem.
+
+        ``at`` is the index of the message that ends them, or ``None`` at the end of the list.
+        """
+        if self.awaiting:
+            # Calls of the last message may be pending: the tools have not run yet.
+            pending = at is None and not self.got_result and self.previous == AI
+            if not pending:
+                by_issuer: dict[int, list[str]] = {}
+                for call, issuer in self.awaiting.items():
+                    by_issuer.setdefault(issuer, []).append(call)
+                for issuer, calls in sorted(by_issuer.items()):
+                    self._report_unanswered(issuer, calls, at)
+        self.awaiting = {}
+        self.got_result = False
+
+    def _report_unanswered(self, issuer: int, calls: list[str], at: int | None) -> None:
+        where = "by the end of the history" if at is None else f"before message {at}"
+        if self.got_result:
+            self.add(
+                issuer,
+                SPLIT_PARALLEL,
+                f"parallel tool calls answered only in part: {_ids(calls)} get no result "
+                f"{where}, while other calls of the same turn do",
+                f"answer every call of message {issuer} in the tool results that directly "
+                "follow it, or drop the unanswered calls",
+            )
+        else:
+            self.add(
+                issuer,
+                UNANSWERED_CALL,
+                f"tool call{'s' if len(calls) > 1 else ''} {_ids(calls)} never answered {where}",
+                f"add a tool result for each call directly after message {issuer}, or remove "
+                "the calls (only the last message may have calls still pending)",
+            )
+
+    def assistant(self, index: int, calls: tuple[str, ...]) -> None:
+        if not (self.anthropic and self.previous == AI):
+            self.close(index)
+        # Consecutive assistant messages are one Anthropic turn: their calls join it.
+        for call in calls:
+            self.issued[call] = index
+            self.answered.discard(call)
+            self.awaiting[call] = index
+
+    def result(self, index: int, answers: tuple[str, ...]) -> None:
+        if not answers:
+            self.add(
+                index,
+                ORPHAN_RESULT,
+                "tool message names no tool call id",
+                "set tool_call_id to the id of the call it answers",
+            )
+        for call in answers:
+            if call in self.awaiting:
+                del self.awaiting[call]
+                self.answered.add(call)
+                self.got_result = True
+            elif call in self.answered:
+                self.add(
+                    index,
+                    DUPLICATE_RESULT,
+                    f"tool call {call!r} (message {self.issued[call]}) is answered more than once",
+                    "keep one tool result per call",
+                )
+            elif call in self.issued:
+                issuer = self.issued[call]
+                self.add(
+                    index,
+                    LATE_RESULT,
+                    f"tool result for {call!r} is not among the results that directly follow "
+                    f"its call at message {issuer}",
+                    f"move it right after message {issuer}, before any other user or "
+                    "assistant message",
+                )
+            else:
+                self.add(
+                    index,
+                    ORPHAN_RESULT,
+                    f"tool result answers {call!r}, which no earlier assistant message issued",
+                    "remove this result, or restore the assistant message that made the call",
+                )
+
+    def run(self) -> list[Problem]:
+        last = len(self.views) - 1
+        for i, view in enumerate(self.views):
+            role = view.role
+            if role == SYSTEM:
+                if not self.anthropic:
+                    self.close(i)  # OpenAI: nothing may come between calls and their results
+                continue  # Anthropic: system prompts are not turns
+            if self.anthropic:
+                self._anthropic_checks(i, view.role, bool(view.calls), bool(view.answers), last)
+            if role == AI:
+                self.assistant(i, view.calls)
+            elif role == TOOL or (role == HUMAN and view.answers):
+                self.result(i, view.answers)
+                if role == HUMAN and self._text_after_results(i):
+                    self.close(i)  # content after the results ends them
+            else:
+                self.close(i)
+            self.previous = AI if role == AI else role
+        self.close(None)
+        return self.problems
+
+    def _text_after_results(self, index: int) -> bool:
+        kinds = content_kinds(self.messages[index], index)
+        seen = False
+        for kind in kinds:
+            if kind == TOOL_RESULT_PART:
+                seen = True
+            elif seen:
+                return True
+        return False
+
+    def _anthropic_checks(
+        self, index: int, role: str, calls: bool, answers: bool, last: int
+    ) -> None:
+        if self.previous is None and role == AI:
+            self.add(
+                index,
+                FIRST_NOT_USER,
+                "the first non-system message is an assistant message",
+                "start the conversation with a user message (reduce with start_on='human', "
+                "or keep the user's request)",
+            )
+        if role not in (HUMAN, AI, TOOL):
+            self.add(
+                index,
+                ALTERNATION,
+                f"role {role!r} is neither a user nor an assistant turn",
+                "convert it to a user or assistant message, or drop it",
+            )
+            return
+        kinds = content_kinds(self.messages[index], index)
+        if role == HUMAN and answers and _content_before_results(kinds):
+            self.add(
+                index,
+                RESULTS_FIRST,
+                "content comes before the tool_result blocks of this user message",
+                "put every tool_result block first in the content, and text after them",
+            )
+        if BLANK_PART in kinds:
+            self.add(
+                index,
+                EMPTY_TEXT,
+                f"text block content[{kinds.index(BLANK_PART)}] is empty or only whitespace",
+                "remove the empty text block or give it text",
+            )
+        elif not kinds and role != TOOL and not calls and not (role == AI and index == last):
+            self.add(
+                index,
+                EMPTY_TEXT,
+                f"{'user' if role == HUMAN else 'assistant'} message has empty content",
+                "give it text, or drop it (only a final assistant message may be empty)",
+            )
+
+
+def _content_before_results(kinds: tuple[str, ...]) -> bool:
+    """Whether any part precedes the last tool_result part without being one."""
+    seen_other = False
+    for kind in kinds:
+        if kind == TOOL_RESULT_PART:
+            if seen_other:
+                return True
+        else:
+            seen_other = True
+    return False
+
+
+def validate_history(messages: Any, *, provider: str = "openai") -> list[Problem]:
+    """List every rule of ``provider`` that ``messages`` breaks; ``[]`` means the API accepts it.
+
+    Args:
+        messages: a list of messages of any shape the package reads (LangChain messages,
+            OpenAI dicts, Anthropic dicts with content blocks); ``None`` is an empty list.
+        provider: ``"openai"`` or ``"anthropic"``.
+
+    Returns:
+        The problems in message order, each naming the index, the rule and a fix.
+
+    Raises:
+        ValueError: ``provider`` is not one of :data:`PROVIDERS`.
+        MessageFormatError: a message cannot be read (a ``TypeError`` naming its index).
+
+    Example:
+        >>> history = [
+        ...     {"role": "user", "content": "weather?"},
+        ...     {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+        ... ]
+        >>> [p.rule for p in validate_history(history)]
+        ['orphan-result']
+    """
+    if provider not in PROVIDERS:
+        raise ValueError(f"provider must be 'openai' or 'anthropic', got {provider!r}")
+    return _Checker(as_message_list(messages), provider == "anthropic").run()
+
+
+def check_history(messages: Any, *, provider: str = "openai") -> Any:
+    """Return ``messages`` unchanged if ``provider`` accepts them, else raise listing every problem.
+
+    Raises:
+        InvalidHistoryError: a ``ValueError`` whose ``problems`` lists what
+            :func:`validate_history` found.
+        ValueError: ``provider`` is not one of :data:`PROVIDERS`.
+    """
+    problems = validate_history(messages, provider=provider)
+    if problems:
+        raise InvalidHistoryError(provider, problems)
+    return messages
