@@ -1,4 +1,4 @@
-"""Hypothesis strategies for provider-valid chat histories, rendered in every shape the package reads.
+"""Hypothesis strategies for provider-valid chat histories, in every shape the package reads.
 
 A history is drawn as a shape-free script of events, then rendered:
 
@@ -9,10 +9,10 @@ A history is drawn as a shape-free script of events, then rendered:
   consecutive user messages, optionally followed by text);
 * ``"langchain_blocks"``: LangChain messages carrying the Anthropic blocks.
 
-Every drawn history passes ``validate_history`` for both providers (for OpenAI only with
-``openai_only=True``): it starts (after an optional system prompt) with a user message, answers every parallel call all together
-right after the call, may end with an assistant message whose calls are still pending,
-and never has empty text.
+Every drawn history passes ``validate_history`` for both providers (for OpenAI only, with
+``openai_only=True``): it starts (after an optional system prompt) with a user message,
+answers every parallel call all together right after the call, may end with an
+assistant message whose calls are still pending, and never has empty text.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def _langchain(script: Script, blocks: bool) -> list[Any]:
             tool_calls = [{"id": i, "name": "lookup", "args": {}} for i in event.ids]
             if blocks:
                 content: list[Any] = [{"type": "text", "text": event.text}] if event.text else []
-                content += [{"type": "tool_use", "id": i, "name": "lookup", "input": {}} for i in event.ids]
+                content += _uses(event.ids)
                 out.append(AIMessage(content=content, tool_calls=tool_calls, id=ident))
             else:
                 out.append(AIMessage(content=event.text, tool_calls=tool_calls, id=ident))
@@ -179,6 +179,10 @@ def _langchain(script: Script, blocks: bool) -> list[Any]:
             if event.trailing is not None:
                 out.append(HumanMessage(content=event.trailing, id=f"{ident}-t"))
     return out
+
+
+def _uses(ids: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": i, "name": "lookup", "input": {}} for i in ids]
 
 
 def _result_blocks(event: Results) -> list[list[dict[str, Any]]]:
@@ -205,7 +209,7 @@ def _anthropic(script: Script) -> list[Any]:
             out.append({"role": role, "content": [{"type": "text", "text": event.text}]})
         elif isinstance(event, Calls):
             content: list[Any] = [{"type": "text", "text": event.text}] if event.text else []
-            content += [{"type": "tool_use", "id": i, "name": "lookup", "input": {}} for i in event.ids]
+            content += _uses(event.ids)
             out.append({"role": "assistant", "content": content})
         else:
             out.extend({"role": "user", "content": chunk} for chunk in _result_blocks(event))

@@ -240,7 +240,7 @@ class _Checker:
                 self.close(i)
             self.previous = AI if role == AI else role
         self.close(None)
-        return self.problems
+        return sorted(self.problems, key=lambda p: p.index)
 
     def _text_after_results(self, index: int) -> bool:
         kinds = content_kinds(self.messages[index], index)

@@ -1,0 +1,175 @@
+"""The guarantee: a history a provider accepts stays acceptable after the reducer prunes it.
+
+For every combination of mode (count/token), ``preserve_first``, ``inject_summary`` and
+``start_on``, over generated valid histories with parallel tool calls, pending calls and
+Anthropic block shapes: if ``validate_history(xs, provider=p) == []`` then
+``validate_history(reduce(xs).surviving, provider=p) == []``, with ``start_on="human"``
+for Anthropic.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import histories
+
+from agentstate_reducer import MessageReducer, ReducerConfig, validate_history
+from agentstate_reducer.messages import read_message, read_messages
+from agentstate_reducer.plan import START_ON, make_plan
+
+COMBOS = [
+    (provider, mode, preserve_first, inject_summary, start_on)
+    for provider, mode, preserve_first, inject_summary, start_on in itertools.product(
+        ("openai", "anthropic"), ("count", "token"), (True, False), (True, False), (None, "human")
+    )
+    if provider == "openai" or start_on == "human"
+]
+
+
+def _summarize(pruned: list[Any]) -> str:
+    return f"{len(pruned)} messages about the weather"
+
+
+@st.composite
+def _configs(
+    draw: st.DrawFn, mode: str, preserve_first: bool, inject_summary: bool, start_on: str | None
+) -> ReducerConfig:
+    options: dict[str, Any] = {"preserve_first": preserve_first, "start_on": start_on}
+    if inject_summary:
+        options.update(summarize_fn=_summarize, inject_summary=True)
+    if mode == "token":
+        most = draw(st.integers(1, 250))
+        options.update(
+            max_tokens=most, target_tokens=draw(st.integers(1, most)), token_counter="approximate"
+        )
+    else:
+        least = draw(st.integers(0, 8))
+        options.update(min_messages=least, max_messages=draw(st.integers(least, least + 8)))
+    return ReducerConfig(**options)
+
+
+@pytest.mark.parametrize(
+    ("provider", "mode", "preserve_first", "inject_summary", "start_on"), COMBOS
+)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_reduce_keeps_a_valid_history_valid(
+    data: st.DataObject,
+    provider: str,
+    mode: str,
+    preserve_first: bool,
+    inject_summary: bool,
+    start_on: str | None,
+) -> None:
+    history = data.draw(histories(openai_only=provider == "openai"), label="history")
+    assert validate_history(history, provider=provider) == []
+    config = data.draw(_configs(mode, preserve_first, inject_summary, start_on), label="config")
+    result = MessageReducer(config=config).reduce(history)
+    assert validate_history(result.surviving, provider=provider) == []
+
+
+# -- start_on="human" --------------------------------------------------------------------
+
+
+def _head(config: ReducerConfig, surviving: list[Any], summary: bool) -> int:
+    """Index in ``surviving`` where the kept tail starts: after the preserved first
+    message, its tool results and any system messages."""
+    at = 1 if config.preserve_first else 0
+    views = read_messages(surviving)
+    head_calls = set(views[0].calls) if config.preserve_first and views else set()
+    while at < len(views) and (
+        views[at].role == "system" or (views[at].answers and set(views[at].answers) <= head_calls)
+    ):
+        at += 1
+    return at + (2 if summary else 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    history=histories(openai_only=True),
+    config=st.sampled_from(["count", "token"]).flatmap(
+        lambda mode: st.booleans().flatmap(
+            lambda pf: st.booleans().flatmap(lambda inj: _configs(mode, pf, inj, "human"))
+        )
+    ),
+)
+def test_start_on_human_kept_tail_starts_with_a_human_message(
+    history: list[Any], config: ReducerConfig
+) -> None:
+    result = MessageReducer(config=config).reduce(history)
+    if not result.pruned:
+        return
+    surviving = result.surviving
+    tail = read_messages(surviving)[_head(config, surviving, result.summary is not None) :]
+    rest = [v for v in tail if v.role != "system"]
+    if rest:
+        assert rest[0].role == "human" and not rest[0].answers
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=histories(openai_only=True), least=st.integers(0, 8), extra=st.integers(0, 8))
+def test_start_on_human_only_adds_prunes(history: list[Any], least: int, extra: int) -> None:
+    base = {"min_messages": least, "max_messages": least + extra}
+    views = read_messages(history)
+    without = make_plan(views, ReducerConfig(**base))
+    with_human = make_plan(views, ReducerConfig(**base, start_on="human"))
+    assert set(without.pruned) <= set(with_human.pruned)
+    extra_reasons = {with_human.why[i][0] for i in set(with_human.pruned) - set(without.pruned)}
+    assert extra_reasons <= {START_ON, "cascade"}
+
+
+def test_without_start_on_an_anthropic_history_can_start_with_the_assistant() -> None:
+    history = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": "sunny"},
+    ]
+    assert validate_history(history, provider="anthropic") == []
+    config = ReducerConfig(min_messages=1, max_messages=3)
+    cut = MessageReducer(config=config).reduce(history).surviving
+    assert [p.rule for p in validate_history(cut, provider="anthropic")] == ["first-not-user"]
+    config = ReducerConfig(min_messages=1, max_messages=3, start_on="human")
+    cut = MessageReducer(config=config).reduce(history).surviving
+    assert cut == history[:1]
+    assert validate_history(cut, provider="anthropic") == []
+
+
+def test_start_on_human_keeps_the_results_of_a_preserved_first_call() -> None:
+    calls = [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    history = [
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "a", "content": "42"},
+        {"role": "assistant", "content": "the answer is 42"},
+        {"role": "user", "content": "why?"},
+        {"role": "assistant", "content": "because"},
+    ]
+    config = ReducerConfig(min_messages=0, max_messages=0, start_on="human")
+    plan = make_plan(read_messages(history), config)
+    assert plan.pruned == (2, 3, 4)
+    surviving = MessageReducer(config=config).reduce(history).surviving
+    assert surviving == history[:2]
+    assert validate_history(surviving, provider="openai") == []
+
+
+def test_injected_summary_alternates_with_the_kept_tail() -> None:
+    history = [{"role": "system", "content": "sys"}]
+    for i in range(4):
+        history += [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]
+    history.append({"role": "assistant", "content": "one more thing"})
+    config = ReducerConfig(
+        min_messages=3,
+        max_messages=4,
+        start_on="human",
+        summarize_fn=_summarize,
+        inject_summary=True,
+    )
+    surviving = MessageReducer(config=config).reduce(history).surviving
+    roles = [read_message(m).role for m in surviving]
+    assert roles == ["system", "human", "ai", "human", "ai", "ai"]
+    assert validate_history(surviving, provider="anthropic") == []
