@@ -252,6 +252,8 @@ def test_text_between_results_ends_them() -> None:
     expected = [(1, "split-parallel"), (3, "late-result")]
     assert _found(history, "anthropic") == expected
     assert _found(history, "openai") == expected
+    split = validate_history(history)[0]
+    assert "'b' get no result by message 2" in split.detail
 
 
 def test_results_split_over_consecutive_user_messages_are_one_turn() -> None:

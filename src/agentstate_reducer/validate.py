@@ -136,10 +136,11 @@ class _Checker:
     def add(self, index: int, rule: str, detail: str, fix: str) -> None:
         self.problems.append(Problem(index, rule, detail, fix))
 
-    def close(self, at: int | None) -> None:
+    def close(self, at: int | None, *, inclusive: bool = False) -> None:
         """End the open assistant turn's results: every call still awaiting one is a problem.
 
-        ``at`` is the index of the message that ends them, or ``None`` at the end of the list.
+        ``at`` is the index of the message that ends them (``inclusive``: the results end
+        with that message, not before it), or ``None`` at the end of the list.
         """
         if self.awaiting:
             # Calls of the last message may be pending: the tools have not run yet.
@@ -148,13 +149,16 @@ class _Checker:
                 by_issuer: dict[int, list[str]] = {}
                 for call, issuer in self.awaiting.items():
                     by_issuer.setdefault(issuer, []).append(call)
+                if at is None:
+                    where = "by the end of the history"
+                else:
+                    where = f"{'by' if inclusive else 'before'} message {at}"
                 for issuer, calls in sorted(by_issuer.items()):
-                    self._report_unanswered(issuer, calls, at)
+                    self._report_unanswered(issuer, calls, where)
         self.awaiting = {}
         self.got_result = False
 
-    def _report_unanswered(self, issuer: int, calls: list[str], at: int | None) -> None:
-        where = "by the end of the history" if at is None else f"before message {at}"
+    def _report_unanswered(self, issuer: int, calls: list[str], where: str) -> None:
         if self.got_result:
             self.add(
                 issuer,
@@ -235,10 +239,10 @@ class _Checker:
             elif role == TOOL or (role == HUMAN and view.answers):
                 self.result(i, view.answers)
                 if role == HUMAN and self._text_after_results(i):
-                    self.close(i)  # content after the results ends them
+                    self.close(i, inclusive=True)  # content after the results ends them
             else:
                 self.close(i)
-            self.previous = AI if role == AI else role
+            self.previous = role
         self.close(None)
         return sorted(self.problems, key=lambda p: p.index)
 
