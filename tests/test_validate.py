@@ -253,7 +253,7 @@ def test_text_between_results_ends_them() -> None:
     assert _found(history, "anthropic") == expected
     assert _found(history, "openai") == expected
     split = validate_history(history)[0]
-    assert "'b' get no result by message 2" in split.detail
+    assert "'b' gets no result by message 2" in split.detail
 
 
 def test_results_split_over_consecutive_user_messages_are_one_turn() -> None:

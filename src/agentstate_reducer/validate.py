@@ -163,8 +163,9 @@ class _Checker:
             self.add(
                 issuer,
                 SPLIT_PARALLEL,
-                f"parallel tool calls answered only in part: {_ids(calls)} get no result "
-                f"{where}, while other calls of the same turn do",
+                f"parallel tool calls answered only in part: {_ids(calls)} "
+                f"{'get' if len(calls) > 1 else 'gets'} no result {where}, while other calls "
+                "of the same turn do",
                 f"answer every call of message {issuer} in the tool results that directly "
                 "follow it, or drop the unanswered calls",
             )
