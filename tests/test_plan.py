@@ -385,10 +385,15 @@ def test_start_on_human_makes_the_tail_open_with_a_human(
     if not any(r == WINDOW for r, _ in plan.why.values()):
         return
     start = 1 if first else 0
+    # Results of the preserved first message's calls stay with it (not the tail's head).
+    head_calls = set(views[0].calls) if first and views else set()
     rest = [
         i
         for i, v in enumerate(views)
-        if i >= start and i not in plan.pruned and v.role != "system"
+        if i >= start
+        and i not in plan.pruned
+        and v.role != "system"
+        and not (v.answers and set(v.answers) <= head_calls)
     ]
     if rest:
         head = views[rest[0]]
