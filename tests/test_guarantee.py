@@ -105,10 +105,6 @@ def test_trim_messages_keeps_a_valid_history_valid(
     assert validate_history(kept, provider=provider) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trim.py: allow_partial may keep a blank piece of text (Anthropic rejects empty text)",
-)
 def test_trim_messages_partial_text_is_never_blank() -> None:
     history = [
         {"role": "user", "content": "first question"},

@@ -21,8 +21,10 @@ from typing import Any, Literal, TypeVar, Union
 
 from .errors import ConfigError
 from .messages import (
+    BLANK_PART,
     SYSTEM,
     MessageView,
+    content_kinds,
     message_content,
     normalize_role,
     read_message,
@@ -463,6 +465,10 @@ def trim_messages(
             items, views, sizer, max_tokens, allow_partial, split, include_system, ends
         )
 
+    if keep_tool_pairs and copies:
+        # A partial piece of only whitespace is an empty message to a provider: drop it.
+        body = [(i, m) for i, m in body if i not in copies or not _is_blank(m, i)]
+
     def is_a(match: _TypeMatch, entry: tuple[int, Any]) -> bool:
         return match(entry[1], copies.get(entry[0]) or views[entry[0]])
 
@@ -487,6 +493,14 @@ def trim_messages(
             if len(body) == size:
                 break
     return [m for _, m in head] + [m for _, m in body]
+
+
+def _is_blank(message: Any, index: int) -> bool:
+    """No visible text, no media, no tool call or result: nothing a provider accepts."""
+    view = read_message(message, index)
+    if view.calls or view.answers:
+        return False
+    return all(kind == BLANK_PART for kind in content_kinds(message, index))
 
 
 def _first(
