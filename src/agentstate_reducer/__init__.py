@@ -6,6 +6,7 @@ __all__ = (
     "Background",
     "ConfigError",
     "DEFAULT_NAMESPACE_KEY",
+    "InvalidHistoryError",
     "MessageFormatError",
     "MessageReducer",
     "OutboxError",
@@ -28,4 +29,4 @@ from .reducer import MessageReducer
 from .summary import default_summary_messages_factory
 from .tokens import resolve_token_counter
 from .trim import trim_messages
-from .validate import Problem, check_history, validate_history
+from .validate import InvalidHistoryError, Problem, check_history, validate_history

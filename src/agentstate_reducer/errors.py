@@ -3,7 +3,9 @@
     ReducerError
     ├── ConfigError(ReducerError, ValueError)      a ReducerConfig field is invalid
     ├── MessageFormatError(ReducerError, TypeError) a message cannot be read
-    └── OutboxError(ReducerError, RuntimeError)    a durable outbox could not store or update jobs
+    ├── OutboxError(ReducerError, RuntimeError)    a durable outbox could not store or update jobs
+    └── InvalidHistoryError(ReducerError, ValueError)  check_history found problems
+                                                       (defined in validate.py)
 
 Each also inherits the matching built-in, so ``except ValueError`` keeps working.
 """
