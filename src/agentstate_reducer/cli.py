@@ -1,0 +1,583 @@
+"""The command line: ``agentstate-reducer reduce|trim|count FILE`` (standard library only).
+
+Reads a transcript in the shapes people keep (a JSON list of messages, an object
+with ``"messages"``, JSONL, an OpenAI chat-completions or Anthropic Messages request,
+LangChain-serialised messages), runs the reducer over it and writes the survivors
+back in the shape it read.
+
+Exit status: 0 done, 1 the input could not be read or the output not written,
+2 bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import ReducerConfig
+from .errors import ConfigError, MessageFormatError
+from .messages import message_parts, read_message
+from .plan import CASCADE, START_ON, Plan
+from .reducer import MessageReducer
+from .tokens import TokenCounter, resolve_token_counter
+
+__all__ = ("main",)
+
+_EXPECTED = (
+    'expected a JSON list of messages, an object with a "messages" list, '
+    "or JSONL (one message per line)"
+)
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
+_OPENAI_ROLES = frozenset({"system", "developer", "tool"})
+_COUNTERS = ("approximate", "tiktoken")
+
+
+class _InputError(Exception):
+    """The input cannot be read or the output not written (exit status 1)."""
+
+
+class _UsageError(Exception):
+    """The options are inconsistent (exit status 2)."""
+
+
+@dataclass
+class Transcript:
+    """A conversation read from a file, and what is needed to write it back the same way."""
+
+    #: Where it came from, for messages (``<stdin>`` for ``-``).
+    source: str
+    #: ``list``, ``jsonl``, ``object``, ``openai`` or ``anthropic``.
+    shape: str
+    #: A phrase naming the detected shape, for people.
+    label: str
+    #: The messages to plan over; for Anthropic, a top-level ``system`` comes first.
+    messages: list[Any]
+    #: The parsed document (object shapes), rebuilt with the surviving messages.
+    document: Any = None
+    #: The message standing for an Anthropic top-level ``system``, if any.
+    system: dict[str, Any] | None = None
+    #: Indentation of the input document, reused on output (``None``: compact).
+    indent: str | None = None
+    #: Input line of each message (JSONL).
+    lines: list[int] = field(default_factory=list)
+
+    def label_of(self, index: int) -> str:
+        """How index ``index`` of :attr:`messages` is numbered in the input file."""
+        if self.system is None:
+            return str(index)
+        return "-" if index == 0 else str(index - 1)
+
+    def where(self, index: int) -> str:
+        """``message 3`` or ``message 3 (line 4)``, numbered as in the input."""
+        text = f"message {self.label_of(index)}"
+        if self.lines:
+            text += f" (line {self.lines[index]})"
+        return text
+
+
+# -- reading -------------------------------------------------------------------
+
+
+def _read_text(path: str) -> tuple[str, str]:
+    """Return ``(source name, text)`` of ``path`` (``-``: standard input)."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+            source = "<stdin>"
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+            source = path
+    except OSError as exc:
+        raise _InputError(f"cannot read {path!r}: {exc.strerror or exc}") from exc
+    try:
+        return source, data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _InputError(
+            f"{source}: byte {exc.start} is not UTF-8 ({data[exc.start:exc.start + 1]!r}); "
+            "expected a UTF-8 text file"
+        ) from exc
+
+
+def _json_error(source: str, exc: json.JSONDecodeError, line: int | None = None) -> _InputError:
+    at = f"line {line if line is not None else exc.lineno}, column {exc.colno}"
+    return _InputError(f"{source}: invalid JSON at {at}: {exc.msg}")
+
+
+def _parse_jsonl(
+    source: str, text: str, whole: json.JSONDecodeError
+) -> tuple[list[Any], list[int]]:
+    """Parse one JSON value per non-blank line; errors point at the offending line."""
+    values: list[Any] = []
+    lines: list[int] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if not values:
+                # Not JSONL either: the error of the whole document is the useful one.
+                raise _json_error(source, whole) from whole
+            raise _json_error(source, exc, number) from exc
+        lines.append(number)
+    return values, lines
+
+
+def _looks_like_message(value: object) -> bool:
+    return isinstance(value, dict) and ("role" in value or "type" in value)
+
+
+def _style(messages: list[Any]) -> str:
+    """Name LangChain serialisations; empty for plain dicts."""
+    if not messages or not all(isinstance(m, dict) for m in messages):
+        return ""
+    if all(m.get("lc") == 1 and m.get("type") == "constructor" for m in messages):
+        return " (LangChain dumpd)"
+    if all("type" in m and isinstance(m.get("data"), dict) for m in messages):
+        return " (LangChain messages_to_dict)"
+    return ""
+
+
+def _has_anthropic_blocks(messages: list[Any]) -> bool:
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
+        ):
+            return True
+    return False
+
+
+def _is_openai(document: dict[str, Any], messages: list[Any]) -> bool:
+    if "model" in document:
+        return True
+    return any(
+        isinstance(m, dict) and (m.get("role") in _OPENAI_ROLES or "tool_calls" in m)
+        for m in messages
+    )
+
+
+def _indent_of(text: str) -> str | None:
+    match = re.search(r"\n([ \t]+)\S", text)
+    return match.group(1) if match else None
+
+
+def _from_object(source: str, document: dict[str, Any], indent: str | None) -> Transcript:
+    messages = document["messages"]
+    if not isinstance(messages, list):
+        raise _InputError(
+            f'{source}: "messages" must be a list of messages, got {messages!r:.60}; {_EXPECTED}'
+        )
+    style = _style(messages)
+    if "system" in document or _has_anthropic_blocks(messages):
+        system = None
+        if "system" in document:
+            system = {"role": "system", "content": document["system"]}
+        label = "Anthropic Messages request"
+        if system is not None:
+            label += " (top-level system planned as the first message)"
+        return Transcript(
+            source, "anthropic", label, ([system] if system else []) + messages,
+            document, system, indent,
+        )
+    if _is_openai(document, messages):
+        return Transcript(
+            source, "openai", "OpenAI chat-completions request" + style, messages, document,
+            indent=indent,
+        )
+    label = 'JSON object with a "messages" list' + style
+    return Transcript(source, "object", label, messages, document, indent=indent)
+
+
+def load(path: str) -> Transcript:
+    """Read ``path`` (``-``: standard input), detect its shape, and check every message."""
+    source, text = _read_text(path)
+    if not text.strip():
+        raise _InputError(f"{source} is empty; {_EXPECTED}")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        values, lines = _parse_jsonl(source, text, exc)
+        transcript = Transcript(source, "jsonl", "JSONL" + _style(values), values, lines=lines)
+    else:
+        indent = _indent_of(text)
+        if isinstance(document, list):
+            label = "JSON list of messages" + _style(document)
+            transcript = Transcript(source, "list", label, document, indent=indent)
+        elif isinstance(document, dict) and "messages" in document:
+            transcript = _from_object(source, document, indent)
+        elif _looks_like_message(document):
+            transcript = Transcript(source, "jsonl", "JSONL" + _style([document]), [document],
+                                    lines=[1])
+        else:
+            got = (
+                f"an object with keys {sorted(document)!r:.80}"
+                if isinstance(document, dict)
+                else f"{type(document).__name__} {document!r:.40}"
+            )
+            raise _InputError(f"{source}: got {got}; {_EXPECTED}")
+    _check_roles(transcript)
+    return transcript
+
+
+def _check_roles(transcript: Transcript) -> None:
+    for i, message in enumerate(transcript.messages):
+        try:
+            view = read_message(message, i)
+        except MessageFormatError as exc:
+            raise _InputError(
+                f"{transcript.source}: {transcript.where(i)} is a {type(message).__name__} "
+                f"({message!r:.60}); expected a message object with a \"role\""
+            ) from exc
+        if not view.role:
+            raise _InputError(
+                f"{transcript.source}: {transcript.where(i)} has no role ({message!r:.80}); "
+                'expected a "role" field (or a LangChain "type")'
+            )
+
+
+# -- writing -------------------------------------------------------------------
+
+
+def dump(transcript: Transcript, surviving: list[Any]) -> str:
+    """Render ``surviving`` in the shape ``transcript`` was read in."""
+
+    def encode(value: Any, indent: str | None = None) -> str:
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+
+    if transcript.shape == "jsonl":
+        return "".join(encode(m) + "\n" for m in surviving)
+    if transcript.shape == "list":
+        return encode(surviving, transcript.indent) + "\n"
+    document = dict(transcript.document)
+    system = transcript.system
+    if system is not None:
+        if not any(m is system for m in surviving):
+            del document["system"]
+        surviving = [m for m in surviving if m is not system]
+    document["messages"] = surviving
+    return encode(document, transcript.indent) + "\n"
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: never half-written."""
+    target = os.path.realpath(path)
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=os.path.dirname(target)
+        )
+    except OSError as exc:
+        raise _InputError(f"cannot write --out {path!r}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _InputError(f"cannot write --out {path!r}: {exc.strerror or exc}") from exc
+        raise
+
+
+def _emit(transcript: Transcript, surviving: list[Any], out: str | None) -> None:
+    data = dump(transcript, surviving).encode("utf-8")
+    if out is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        _write_atomic(out, data)
+
+
+# -- tables --------------------------------------------------------------------
+
+
+def _preview(message: Any, index: int) -> str:
+    parts = message_parts(message, index)
+    pieces = list(parts.texts) + [f"{name}({args})" for name, args in parts.tool_calls]
+    return " ".join(" ".join(pieces).split())
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _table(headers: Sequence[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    """Align ``rows`` under ``headers``; the last column is clipped to the terminal width."""
+    widths = [max([len(h)] + [len(r[c]) for r in rows]) for c, h in enumerate(headers[:-1])]
+    columns = shutil.get_terminal_size((100, 24)).columns
+    room = max(columns - sum(widths) - 2 * len(widths) - 1, 20)
+    out = []
+    for row in [list(headers), *rows]:
+        cells = [
+            row[c].rjust(w) if c in right else row[c].ljust(w) for c, w in enumerate(widths)
+        ]
+        out.append("  ".join([*cells, _clip(row[-1], room)]).rstrip())
+    return out
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# -- counters ------------------------------------------------------------------
+
+
+def _counter(name: str) -> TokenCounter:
+    try:
+        return resolve_token_counter(name)
+    except ImportError as exc:
+        raise _UsageError(f"--counter {name!r} is not available: {exc}") from exc
+    except ConfigError as exc:
+        raise _UsageError(f"--counter {name!r} is not available: {exc}") from exc
+
+
+# -- commands ------------------------------------------------------------------
+
+
+def _why(transcript: Transcript, plan: Plan, index: int) -> str:
+    reason, related = plan.reason(index)
+    if reason == CASCADE and related is not None:
+        return f"cascade from {transcript.label_of(related)}"
+    if reason == START_ON:
+        return "start_on human"
+    return reason
+
+
+def _describe_config(config: ReducerConfig, counter_name: str) -> str:
+    if config.max_tokens is not None:
+        text = (
+            f"token mode: prune above {config.max_tokens} tokens, down to "
+            f"{config.effective_target_tokens}"
+        )
+    else:
+        text = (
+            f"count mode: prune above {config.max_messages} messages, keep the last "
+            f"{config.min_messages}"
+        )
+    flags = [f"{counter_name} counter"]
+    if not config.preserve_first:
+        flags.append("first message not preserved")
+    if not config.cascade_tool_messages:
+        flags.append("no cascade")
+    if config.start_on:
+        flags.append(f"start_on {config.start_on}")
+    return f"{text} ({', '.join(flags)})"
+
+
+def _explain(
+    transcript: Transcript, plan: Plan, counts: list[int], config: ReducerConfig, counter: str
+) -> list[str]:
+    gone = set(plan.pruned)
+    rows = []
+    for i, message in enumerate(transcript.messages):
+        role = read_message(message, i).role
+        rows.append([
+            transcript.label_of(i), role, str(counts[i]), "pruned" if i in gone else "kept",
+            _why(transcript, plan, i), _preview(message, i),
+        ])
+    n, kept = len(transcript.messages), len(transcript.messages) - len(gone)
+    before = sum(counts)
+    after = before - sum(counts[i] for i in gone)
+    fewer = f", {100 * (before - after) // before}% fewer tokens" if before and gone else ""
+    w1, w2 = len(str(n)), len(str(before))
+    lines = [
+        f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
+        _describe_config(config, counter),
+        "",
+        *_table(("#", "role", "tokens", "result", "why", "content"), rows, {0, 2}),
+        "",
+        f"before: {n:>{w1}} messages, {before:>{w2}} tokens",
+        f"after:  {kept:>{w1}} messages, {after:>{w2}} tokens ({len(gone)} pruned{fewer})",
+    ]
+    return lines
+
+
+def _cmd_reduce(args: argparse.Namespace) -> int:
+    counter = _counter(args.counter)
+    try:
+        config = ReducerConfig(
+            min_messages=args.min_messages,
+            max_messages=args.max_messages,
+            max_tokens=args.max_tokens,
+            target_tokens=args.target_tokens,
+            token_counter=counter,
+            preserve_first=args.preserve_first,
+            cascade_tool_messages=args.cascade,
+            start_on=args.start_on,
+            dedupe_on_prune=False,
+        )
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from exc
+    transcript = load(args.file)
+    reducer = MessageReducer(config=config)
+    if args.explain:
+        plan = reducer.plan(transcript.messages)
+        counts = reducer.count_tokens(transcript.messages)
+        gone = set(plan.pruned)
+        surviving = [m for i, m in enumerate(transcript.messages) if i not in gone]
+        print("\n".join(_explain(transcript, plan, counts, config, args.counter)))
+        if args.out is not None:
+            _emit(transcript, surviving, args.out)
+            print(f"wrote {args.out}")
+        return 0
+    _emit(transcript, reducer.reduce(transcript.messages).surviving, args.out)
+    return 0
+
+
+def _cmd_count(args: argparse.Namespace) -> int:
+    transcript = load(args.file)
+    names: list[str] = []
+    columns: list[list[int]] = []
+    notes: list[str] = []
+    for name in _COUNTERS:
+        try:
+            counter = _counter(name)
+        except _UsageError as exc:
+            notes.append(f"{name}: not available ({exc.__cause__})")
+            continue
+        names.append(name)
+        columns.append([int(counter(m)) for m in transcript.messages])
+    rows = []
+    for i, message in enumerate(transcript.messages):
+        rows.append([
+            transcript.label_of(i), read_message(message, i).role,
+            *(str(col[i]) for col in columns), _preview(message, i),
+        ])
+    rows.append(["", "total", *(str(sum(col)) for col in columns), ""])
+    n = len(transcript.messages)
+    right = set(range(2, 2 + len(names))) | {0}
+    lines = [
+        f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
+        "",
+        *_table(("#", "role", *names, "content"), rows, right),
+        *(["", *notes] if notes else []),
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+# -- arguments -----------------------------------------------------------------
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _parser(prog: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog or "agentstate-reducer",
+        description=(
+            "Bound an agent's message history without breaking tool-call pairs. Reads a JSON "
+            'list of messages, {"messages": [...]}, JSONL, an OpenAI or Anthropic request, or '
+            "LangChain-serialised messages, and writes the result in the same shape."
+        ),
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    reduce = commands.add_parser(
+        "reduce",
+        help="prune a transcript as MessageReducer would",
+        description=(
+            "Prune a transcript as MessageReducer would and write the surviving messages "
+            "(stdout, or --out FILE) in the shape they were read in."
+        ),
+    )
+    reduce.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
+    count = reduce.add_argument_group("count mode (the default)")
+    count.add_argument("--max-messages", type=_non_negative, default=20, metavar="N",
+                       help="prune when there are more than N messages (default: 20)")
+    count.add_argument("--min-messages", type=_non_negative, default=10, metavar="N",
+                       help="messages to keep after a prune (default: 10)")
+    tokens = reduce.add_argument_group("token mode (when --max-tokens is given)")
+    tokens.add_argument("--max-tokens", type=_non_negative, metavar="N",
+                        help="prune when the total exceeds N tokens")
+    tokens.add_argument("--target-tokens", type=_non_negative, metavar="N",
+                        help="prune down to N tokens (default: --max-tokens)")
+    _add_counter(tokens)
+    rules = reduce.add_argument_group("rules")
+    rules.add_argument("--no-preserve-first", dest="preserve_first", action="store_false",
+                       help="allow the first message (usually the system prompt) to be pruned")
+    rules.add_argument("--no-cascade", dest="cascade", action="store_false",
+                       help="do not prune the tool results of a pruned tool call")
+    rules.add_argument("--start-on", choices=("human",),
+                       help="prune further until the kept tail starts on a human turn")
+    _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
+                        "messages (with --out, the file is written too)")
+    reduce.set_defaults(run=_cmd_reduce)
+
+    count_cmd = commands.add_parser(
+        "count",
+        help="print per-message and total tokens with each counter",
+        description="Print per-message and total tokens with each available counter.",
+    )
+    count_cmd.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
+    count_cmd.set_defaults(run=_cmd_count)
+    return parser
+
+
+def _add_counter(group: Any) -> None:
+    group.add_argument("--counter", choices=_COUNTERS, default="approximate",
+                       help="token counter (default: approximate, a character heuristic; "
+                            "tiktoken needs the [tokens] extra)")
+
+
+def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", metavar="FILE",
+                        help="write here (atomically: a temporary file, then a rename) "
+                             "instead of standard output")
+    output.add_argument("--explain", action="store_true", help=explain_help)
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Run the command line; return the exit status."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
+    parser = _parser(prog)
+    args = parser.parse_args(argv)
+    name = parser.prog
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except _UsageError as exc:
+        parser.exit(2, f"{name}: error: {exc}\n")
+    except _InputError as exc:
+        parser.exit(1, f"{name}: error: {exc}\n")
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as other filters do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
