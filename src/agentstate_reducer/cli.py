@@ -39,7 +39,6 @@ _EXPECTED = (
     "or JSONL (one message per line)"
 )
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
-_OPENAI_ROLES = frozenset({"system", "developer", "tool"})
 _COUNTERS = ("approximate", "tiktoken")
 
 
@@ -104,8 +103,9 @@ def _read_text(path: str) -> tuple[str, str]:
     try:
         return source, data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 1]
         raise _InputError(
-            f"{source}: byte {exc.start} is not UTF-8 ({data[exc.start:exc.start + 1]!r}); "
+            f"{source}: the byte at offset {exc.start} is not UTF-8 ({bad!r}); "
             "expected a UTF-8 text file"
         ) from exc
 
@@ -121,7 +121,8 @@ def _parse_jsonl(
     """Parse one JSON value per non-blank line; errors point at the offending line."""
     values: list[Any] = []
     lines: list[int] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines() would also split inside strings at U+2028 and kin.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -160,15 +161,6 @@ def _has_anthropic_blocks(messages: list[Any]) -> bool:
     return False
 
 
-def _is_openai(document: dict[str, Any], messages: list[Any]) -> bool:
-    if "model" in document:
-        return True
-    return any(
-        isinstance(m, dict) and (m.get("role") in _OPENAI_ROLES or "tool_calls" in m)
-        for m in messages
-    )
-
-
 def _indent_of(text: str) -> str | None:
     match = re.search(r"\n([ \t]+)\S", text)
     return match.group(1) if match else None
@@ -192,7 +184,7 @@ def _from_object(source: str, document: dict[str, Any], indent: str | None) -> T
             source, "anthropic", label, ([system] if system else []) + messages,
             document, system, indent,
         )
-    if _is_openai(document, messages):
+    if "model" in document:
         return Transcript(
             source, "openai", "OpenAI chat-completions request" + style, messages, document,
             indent=indent,

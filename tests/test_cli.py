@@ -1,0 +1,512 @@
+"""The command line, run as installed (console script and ``python -m``) on fixture transcripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentstate_reducer import cli
+from agentstate_reducer.tokens import approximate_token_count
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+SCRIPT = Path(sys.executable).parent / "agentstate-reducer"
+ENTRY_POINTS = {
+    "script": [str(SCRIPT)],
+    "module": [sys.executable, "-m", "agentstate_reducer"],
+}
+# The fixtures hold one conversation: a system prompt, then 15 messages (14 in the Anthropic
+# request, whose tool results share user messages). With these options the last three stay.
+SMALL = ["--max-messages", "8", "--min-messages", "4"]
+LIST_SHAPES = ["list.json", "langchain_messages_to_dict.json", "langchain_dumpd.json"]
+
+
+def run(
+    *args: str, stdin: str | None = None, entry: str = "script"
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="200", PYTHONIOENCODING="utf-8")
+    return subprocess.run(
+        [*ENTRY_POINTS[entry], *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        check=False,
+        timeout=60,
+    )
+
+
+def ok(*args: str, stdin: str | None = None, entry: str = "script") -> str:
+    proc = run(*args, stdin=stdin, entry=entry)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def fail(*args: str, status: int = 1, stdin: str | None = None) -> str:
+    proc = run(*args, stdin=stdin)
+    assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    return proc.stderr
+
+
+def fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def test_the_console_script_is_installed() -> None:
+    assert SCRIPT.exists(), "run the tests from the dev environment (make test)"
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+@pytest.mark.parametrize("name", LIST_SHAPES)
+def test_reduce_json_lists_keeps_first_and_recent_tail(entry: str, name: str) -> None:
+    original = fixture(name)
+    out = json.loads(ok("reduce", str(FIXTURES / name), *SMALL, entry=entry))
+    assert out == [original[0], *original[-3:]]
+
+
+def test_both_entry_points_print_the_same() -> None:
+    args = ("reduce", str(FIXTURES / "openai_request.json"), *SMALL, "--explain")
+    assert ok(*args, entry="script") == ok(*args, entry="module")
+
+
+def test_python_m_names_itself_in_usage() -> None:
+    proc = run("reduce", entry="module")
+    assert proc.returncode == 2
+    assert "python -m agentstate_reducer" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["wrapped.json", "openai_request.json"])
+def test_reduce_request_objects_keep_their_other_keys(name: str) -> None:
+    original = fixture(name)
+    out = json.loads(ok("reduce", str(FIXTURES / name), *SMALL))
+    assert list(out) == list(original)
+    assert {k: v for k, v in out.items() if k != "messages"} == {
+        k: v for k, v in original.items() if k != "messages"
+    }
+    assert out["messages"] == [original["messages"][0], *original["messages"][-3:]]
+
+
+def test_reduce_anthropic_request_puts_system_back_at_the_top() -> None:
+    original = fixture("anthropic_request.json")
+    out = json.loads(ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL))
+    assert out["system"] == original["system"]
+    assert all(m["role"] != "system" for m in out["messages"])
+    # The top-level system counts as the preserved first message; 3 recent messages remain.
+    assert out["messages"] == original["messages"][-3:]
+    assert out["model"] == original["model"]
+
+
+def test_anthropic_start_on_human_keeps_the_request_valid() -> None:
+    original = fixture("anthropic_request.json")
+    out = json.loads(
+        ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--start-on", "human")
+    )
+    assert out["messages"] == original["messages"][-2:]
+    assert out["messages"][0]["role"] == "user"
+
+
+def test_reduce_jsonl_writes_jsonl() -> None:
+    lines = (FIXTURES / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
+    out = ok("reduce", str(FIXTURES / "transcript.jsonl"), *SMALL)
+    assert out.splitlines() == [lines[0], *lines[-3:]]
+
+
+def test_reduce_reads_standard_input() -> None:
+    text = (FIXTURES / "transcript.jsonl").read_text(encoding="utf-8")
+    assert ok("reduce", "-", *SMALL, stdin=text) == ok(
+        "reduce", str(FIXTURES / "transcript.jsonl"), *SMALL
+    )
+
+
+def test_output_keeps_indentation_and_unicode() -> None:
+    out = ok("reduce", str(FIXTURES / "list.json"), *SMALL)
+    assert out.startswith('[\n  {\n    "role": "system"')
+    assert "°C" in out
+
+
+def test_compact_input_gives_compact_output(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(fixture("list.json")), encoding="utf-8")
+    out = ok("reduce", str(path), *SMALL)
+    assert out.count("\n") == 1
+    assert json.loads(out) == json.loads(ok("reduce", str(FIXTURES / "list.json"), *SMALL))
+
+
+def test_under_threshold_output_equals_input() -> None:
+    for name in [*LIST_SHAPES, "wrapped.json", "openai_request.json", "anthropic_request.json"]:
+        out = json.loads(ok("reduce", str(FIXTURES / name), "--max-messages", "100"))
+        assert out == fixture(name), name
+
+
+def test_token_mode_fits_target() -> None:
+    original = fixture("list.json")
+    out = json.loads(
+        ok("reduce", str(FIXTURES / "list.json"), "--max-tokens", "200", "--target-tokens", "120")
+    )
+    total = sum(approximate_token_count(m) for m in out)
+    assert total <= 120
+    assert sum(approximate_token_count(m) for m in original) > 200
+    assert out[0] == original[0]
+    assert len(out) < len(original)
+
+
+def test_no_cascade_keeps_tool_results_of_pruned_calls() -> None:
+    out = json.loads(ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--no-cascade"))
+    tools = [m for m in out if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tools] == ["call_1", "call_2", "call_3", "call_4"]
+    with_cascade = json.loads(ok("reduce", str(FIXTURES / "list.json"), *SMALL))
+    assert not [m for m in with_cascade if m["role"] == "tool"]
+
+
+def test_no_preserve_first_may_prune_index_zero(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    messages = [{"role": "user", "content": f"q{i}"} for i in range(6)]
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    args = ("reduce", str(path), "--max-messages", "4", "--min-messages", "2")
+    assert json.loads(ok(*args)) == [messages[0], *messages[-2:]]
+    assert json.loads(ok(*args, "--no-preserve-first")) == messages[-2:]
+
+
+# -- --explain ----------------------------------------------------------------------
+
+
+def explain_rows(text: str) -> dict[str, list[str]]:
+    """Rows of the --explain table keyed by their index: [role, tokens, result, why, content]."""
+    rows = {}
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "role"])
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        cells = re.split(r"\s{2,}", line.strip())  # columns are two spaces apart at least
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_explain_table_gives_every_reason() -> None:
+    text = ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--explain")
+    rows = explain_rows(text)
+    assert list(rows) == [str(i) for i in range(16)]
+    assert rows["0"][:3] == ["system", "23", "kept"]
+    assert rows["0"][3] == "preserved first"
+    assert rows["1"][2:4] == ["pruned", "in window"]
+    assert rows["1"][4] == "What's the weather in Lisbon tomorrow?"
+    assert rows["3"][2:4] == ["pruned", "cascade from 2"]
+    assert rows["7"][3] == rows["8"][3] == "cascade from 6"
+    assert rows["12"][3] == "cascade from 11"
+    assert rows["15"][2:4] == ["kept", "recent tail"]
+    assert "input: " in text and "JSON list of messages, 16 messages" in text
+    assert "count mode: prune above 8 messages, keep the last 4" in text
+    original = fixture("list.json")
+    before = sum(approximate_token_count(m) for m in original)
+    after = sum(approximate_token_count(m) for m in [original[0], *original[-3:]])
+    assert f"before: 16 messages, {before} tokens" in text
+    assert f"after:   4 messages,  {after} tokens (12 pruned" in text
+
+
+def test_explain_tokens_column_matches_the_counter() -> None:
+    rows = explain_rows(ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--explain"))
+    counts = [approximate_token_count(m) for m in fixture("list.json")]
+    assert [int(rows[str(i)][1]) for i in range(16)] == counts
+
+
+def test_explain_no_cascade_and_never_pruned_role() -> None:
+    text = ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--no-cascade", "--explain")
+    rows = explain_rows(text)
+    assert rows["3"][2:4] == ["kept", "never-pruned role"]
+    assert "no cascade" in text
+
+
+def test_explain_orphaned_tool_result(tmp_path: Path) -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "s"},
+        {"role": "tool", "tool_call_id": "gone", "content": "result of a call that is not here"},
+    ] + [{"role": "user", "content": f"q{i}"} for i in range(4)]
+    path = tmp_path / "orphan.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    text = ok("reduce", str(path), "--max-messages", "3", "--min-messages", "2", "--explain")
+    assert explain_rows(text)["1"][2:4] == ["pruned", "orphaned tool result"]
+
+
+def test_explain_under_threshold() -> None:
+    text = ok("reduce", str(FIXTURES / "list.json"), "--explain")
+    rows = explain_rows(text)
+    assert all(r[2] == "kept" for r in rows.values())
+    assert rows["5"][3] == "under threshold"
+    assert "(0 pruned)" in text
+
+
+def test_explain_anthropic_numbers_messages_as_in_the_file() -> None:
+    text = ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--explain")
+    rows = explain_rows(text)
+    assert list(rows) == ["-", *(str(i) for i in range(14))]
+    assert rows["-"][0] == "system" and rows["-"][2] == "kept"
+    # The tool results ride in user messages; they go with the assistant turn that called.
+    assert rows["2"][0] == "human" and rows["2"][3] == "cascade from 1"
+    assert "Anthropic Messages request" in text
+
+
+def test_explain_start_on_human() -> None:
+    text = ok(
+        "reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--start-on", "human",
+        "--explain",
+    )
+    assert explain_rows(text)["11"][2:4] == ["pruned", "start_on human"]
+
+
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [
+        ("list.json", "JSON list of messages"),
+        ("wrapped.json", 'JSON object with a "messages" list'),
+        ("openai_request.json", "OpenAI chat-completions request"),
+        ("anthropic_request.json", "Anthropic Messages request"),
+        ("transcript.jsonl", "JSONL"),
+        ("langchain_messages_to_dict.json", "JSON list of messages (LangChain messages_to_dict)"),
+        ("langchain_dumpd.json", "JSON list of messages (LangChain dumpd)"),
+    ],
+)
+def test_explain_names_the_detected_shape(name: str, label: str) -> None:
+    first = ok("reduce", str(FIXTURES / name), "--explain").splitlines()[0]
+    assert first.startswith(f"input: {FIXTURES / name}: {label}")
+
+
+def test_explain_with_out_writes_the_file_too(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    text = ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--explain", "--out", str(out))
+    assert "cascade from 2" in text
+    assert len(json.loads(out.read_text(encoding="utf-8"))) == 4
+
+
+# -- --out ----------------------------------------------------------------------------
+
+
+def test_out_writes_atomically_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    out = tmp_path / "reduced.json"
+    out.write_text("old", encoding="utf-8")
+    out.chmod(0o640)
+    assert ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--out", str(out)) == ""
+    assert len(json.loads(out.read_text(encoding="utf-8"))) == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reduced.json"]
+    assert out.stat().st_mode & 0o777 == 0o640
+
+
+def test_bad_input_leaves_out_untouched(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"role": "user"', encoding="utf-8")
+    out = tmp_path / "reduced.json"
+    out.write_text("precious", encoding="utf-8")
+    fail("reduce", str(bad), "--out", str(out))
+    assert out.read_text(encoding="utf-8") == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "reduced.json"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "reduced.json"
+    out.write_text("precious", encoding="utf-8")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli.os, "replace", broken_replace)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reduce", str(FIXTURES / "list.json"), "--out", str(out)])
+    assert exc.value.code == 1
+    assert out.read_text(encoding="utf-8") == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reduced.json"]
+
+
+def test_out_into_a_missing_directory_fails(tmp_path: Path) -> None:
+    err = fail("reduce", str(FIXTURES / "list.json"), "--out", str(tmp_path / "no" / "x.json"))
+    assert "cannot write --out" in err
+
+
+# -- bad input ------------------------------------------------------------------------
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_invalid_json_reports_line_and_column(tmp_path: Path) -> None:
+    text = '[\n  {"role": "user", "content": "hi"},\n  {"role" "ai"}\n]\n'
+    path = write(tmp_path, "bad.json", text)
+    err = fail("reduce", path)
+    assert "invalid JSON at line 3, column 11" in err
+    assert "bad.json" in err
+
+
+def test_invalid_jsonl_reports_the_line(tmp_path: Path) -> None:
+    good = json.dumps({"role": "user", "content": "hi"})
+    path = write(tmp_path, "bad.jsonl", f"{good}\n{good}\n{{oops}}\n{good}\n")
+    assert "invalid JSON at line 3, column 2" in fail("reduce", path)
+
+
+def test_message_without_a_role_names_its_index(tmp_path: Path) -> None:
+    messages = [{"role": "user", "content": "a"}, {"content": "b"}]
+    path = write(tmp_path, "norole.json", json.dumps(messages))
+    err = fail("reduce", path)
+    assert "message 1 has no role" in err
+    assert "'content': 'b'" in err
+
+
+def test_jsonl_message_without_a_role_names_index_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "norole.jsonl", '{"role": "user", "content": "a"}\n\n{"content": "b"}\n')
+    assert "message 1 (line 3) has no role" in fail("reduce", path)
+
+
+def test_anthropic_message_index_is_the_files(tmp_path: Path) -> None:
+    doc = {"system": "s", "messages": [{"role": "user", "content": "a"}, {"content": "b"}]}
+    path = write(tmp_path, "a.json", json.dumps(doc))
+    assert "message 1 has no role" in fail("count", path)
+
+
+def test_a_message_that_is_not_an_object(tmp_path: Path) -> None:
+    path = write(tmp_path, "s.json", json.dumps([{"role": "user", "content": "a"}, "hello"]))
+    assert "message 1 is a str ('hello')" in fail("reduce", path)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "is empty"),
+        ("  \n", "is empty"),
+        ("42", "got int 42"),
+        ('{"model": "x"}', "got an object with keys ['model']"),
+        ('{"messages": "hi"}', '"messages" must be a list'),
+    ],
+)
+def test_unusable_documents(tmp_path: Path, text: str, expected: str) -> None:
+    assert expected in fail("reduce", write(tmp_path, "x.json", text))
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes('[{"role": "user", "content": "caf\xe9"}]'.encode("latin-1"))
+    assert "the byte at offset 33 is not UTF-8" in fail("reduce", str(path))
+
+
+def test_missing_file() -> None:
+    assert "cannot read 'no-such-file.json'" in fail("reduce", "no-such-file.json")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--min-messages", "30"], "min_messages (30) must be <= max_messages (20)"),
+        (["--target-tokens", "10"], "needs max_tokens"),
+        (["--max-tokens", "10", "--target-tokens", "20"], "must be <= max_tokens"),
+        (["--max-messages", "-1"], "expected a number >= 0"),
+        (["--counter", "words"], "invalid choice"),
+    ],
+)
+def test_bad_options_exit_2(args: list[str], expected: str) -> None:
+    err = fail("reduce", str(FIXTURES / "list.json"), *args, status=2)
+    assert expected in err
+
+
+# -- count --------------------------------------------------------------------------
+
+
+def test_count_prints_per_message_and_total() -> None:
+    text = ok("count", str(FIXTURES / "wrapped.json"))
+    messages = fixture("wrapped.json")["messages"]
+    counts = [approximate_token_count(m) for m in messages]
+    lines = text.splitlines()
+    assert lines[0].endswith('JSON object with a "messages" list, 16 messages')
+    header = lines[2].split()
+    assert header[:3] == ["#", "role", "approximate"]
+    column = header.index("approximate") - 1
+    for i, count in enumerate(counts):
+        cells = lines[3 + i].split()
+        assert cells[0] == str(i)
+        assert int(cells[column + 1]) == count
+    total = next(line for line in lines if line.split()[:1] == ["total"])
+    assert int(total.split()[1]) == sum(counts)
+
+
+def test_count_without_tiktoken_says_so(tmp_path: Path) -> None:
+    # Block tiktoken in the child, as when the [tokens] extra is not installed.
+    code = (
+        "import sys; sys.modules['tiktoken'] = None; "
+        "from agentstate_reducer.cli import main; sys.exit(main())"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "count", str(FIXTURES / "list.json")],
+        capture_output=True, text=True, check=False, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "tiktoken: not available" in proc.stdout
+    assert "approximate" in proc.stdout.splitlines()[2]
+
+
+# -- in-process invariants --------------------------------------------------------------
+
+_roles = st.sampled_from(["user", "assistant", "system"])
+_message = st.fixed_dictionaries(
+    {"role": _roles, "content": st.text(max_size=20)},
+    optional={"id": st.uuids().map(str)},
+)
+_shapes = st.sampled_from(["list", "object", "openai", "anthropic", "jsonl"])
+
+
+def _render(shape: str, messages: list[dict[str, Any]]) -> str:
+    if shape == "jsonl":
+        return "".join(json.dumps(m) + "\n" for m in messages)
+    if shape == "list":
+        return json.dumps(messages, indent=1)
+    if shape == "object":
+        return json.dumps({"messages": messages, "meta": 1})
+    if shape == "openai":
+        return json.dumps({"model": "m", "messages": messages})
+    return json.dumps({"system": "be kind", "messages": messages}, indent="\t")
+
+
+def _survivors(shape: str, text: str) -> list[Any]:
+    if shape == "jsonl":
+        return [json.loads(line) for line in text.split("\n") if line]
+    document = json.loads(text)
+    return document if shape == "list" else document["messages"]  # type: ignore[no-any-return]
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape=_shapes, messages=st.lists(_message, max_size=12), cap=st.integers(0, 14))
+def test_output_is_the_reducers_survivors_in_the_input_shape(
+    shape: str, messages: list[dict[str, Any]], cap: int
+) -> None:
+    from agentstate_reducer import MessageReducer
+
+    if shape == "jsonl" and not messages:
+        return  # an empty JSONL file is an empty file, which is refused
+    text = _render(shape, messages)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        transcript = cli.load(path)
+    assert transcript.shape == shape
+    # Nothing pruned: the same document comes back.
+    same = cli.dump(transcript, list(transcript.messages))
+    assert _survivors(shape, same) == messages
+    if shape != "jsonl":
+        assert json.loads(same) == json.loads(text)
+    reducer = MessageReducer(min_messages=min(cap, 2), max_messages=cap)
+    dumped = cli.dump(transcript, reducer.reduce(transcript.messages).surviving)
+    system = [{"role": "system", "content": "be kind"}] if shape == "anthropic" else []
+    expected = reducer.reduce(system + messages).surviving[len(system) :]
+    assert _survivors(shape, dumped) == expected
+    if shape == "anthropic":
+        assert json.loads(dumped)["system"] == "be kind"
