@@ -340,9 +340,7 @@ def _plural(n: int, word: str) -> str:
 def _counter(name: str) -> TokenCounter:
     try:
         return resolve_token_counter(name)
-    except ImportError as exc:
-        raise _UsageError(f"--counter {name!r} is not available: {exc}") from exc
-    except ConfigError as exc:
+    except (ImportError, ConfigError) as exc:
         raise _UsageError(f"--counter {name!r} is not available: {exc}") from exc
 
 
@@ -395,7 +393,7 @@ def _explain(
     after = before - sum(counts[i] for i in gone)
     fewer = f", {100 * (before - after) // before}% fewer tokens" if before and gone else ""
     w1, w2 = len(str(n)), len(str(before))
-    lines = [
+    return [
         f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
         _describe_config(config, counter),
         "",
@@ -404,7 +402,6 @@ def _explain(
         f"before: {n:>{w1}} messages, {before:>{w2}} tokens",
         f"after:  {kept:>{w1}} messages, {after:>{w2}} tokens ({len(gone)} pruned{fewer})",
     ]
-    return lines
 
 
 def _cmd_reduce(args: argparse.Namespace) -> int:
