@@ -21,7 +21,7 @@ test: lint typecheck
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/python examples/demo.py
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -1,0 +1,527 @@
+"""The whole system: a LangGraph agent for 200 turns, with and without the reducer, side by side.
+
+A scripted chat model (no network, no API key) answers with tool calls; two threads run
+the same script, one saved by a plain checkpointer and one by ``ReducingSaver``, whose
+pruned messages go to long-term memory in a store through ``store_hook``. At the end the
+demo prints what each thread stored, checks that every pruned message reached long-term
+memory exactly once, shows the last window the model saw, and draws storage per turn.
+
+Run ``make demo``, or ``.venv/bin/python examples/demo.py --turns 50``. SQLite files go to
+``--out-dir`` (default ``demo-output/``); with ``DATABASE_URL=postgresql://...`` the same
+runs on ``PostgresSaver`` and ``PostgresStore`` (and removes its threads afterwards unless
+``--keep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_to_dict,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from pydantic import Field
+
+from agentstate_reducer import MessageReducer, ReducerConfig, resolve_token_counter
+from agentstate_reducer.langgraph import ReducingSaver, memory_namespace, store_hook
+
+SYSTEM_PROMPT = "You are a travel assistant. Use the tools for facts; answer in one sentence."
+# The reducer of the demo: keep the last 20 messages once there are more than 40, keep the
+# system prompt, and start the kept part on a user turn.
+CONFIG = {"max_messages": 40, "min_messages": 20, "start_on": "human"}
+
+# -- the script: what the user asks, and which tools the model calls -------------------
+
+CITIES = ["Lisbon", "Berlin", "Kyoto", "Lima", "Oslo", "Nairobi", "Austin", "Hanoi"]
+DAYS = ["today", "tomorrow", "Friday", "Sunday"]
+RATES = {"EUR": 1.0, "USD": 1.08, "JPY": 162.0, "GBP": 0.85}
+
+
+@dataclass(frozen=True)
+class Turn:
+    question: str
+    #: ``(tool name, arguments)`` the model calls, in one parallel step; empty: no tools.
+    calls: tuple[tuple[str, dict[str, Any]], ...]
+
+
+def script(turn: int) -> Turn:
+    """Turn ``turn`` (from 1) of the conversation; the same every run."""
+    city, other = CITIES[turn % len(CITIES)], CITIES[(turn * 3 + 1) % len(CITIES)]
+    day = DAYS[turn % len(DAYS)]
+    if turn % 6 == 0:
+        return Turn(f"Thanks, that helps (turn {turn}).", ())
+    if turn % 4 == 0:
+        return Turn(
+            f"Compare the weather in {city} and {other} {day} (turn {turn}).",
+            (("get_weather", {"city": city, "day": day}),
+             ("get_weather", {"city": other, "day": day})),
+        )
+    if turn % 3 == 0:
+        amount = 50 * (turn % 7 + 1)
+        return Turn(
+            f"How much is {amount} EUR in JPY (turn {turn})?",
+            (("convert_currency", {"amount": amount, "source": "EUR", "target": "JPY"}),),
+        )
+    return Turn(
+        f"What should I see in {city}, and how is the weather {day} (turn {turn})?",
+        (("search_guide", {"city": city}), ("get_weather", {"city": city, "day": day})),
+    )
+
+
+QUESTIONS = {script(t).question: script(t) for t in range(1, 10_001)}
+
+
+def _digest(*parts: object) -> int:
+    return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:8], 16)
+
+
+def get_weather(city: str, day: str) -> str:
+    n = _digest(city, day)
+    forecast = ["sunny", "cloudy", "rain", "windy", "snow"][n % 5]
+    return json.dumps({"city": city, "day": day, "forecast": forecast, "high_c": 5 + n % 25})
+
+
+def convert_currency(amount: float, source: str, target: str) -> str:
+    value = round(amount * RATES[target] / RATES[source], 2)
+    return json.dumps({"amount": amount, "from": source, "to": target, "result": value})
+
+
+def search_guide(city: str) -> str:
+    # Guide pages are long, as real tool output is: most of the bytes an agent stores.
+    sights = [f"{city} sight #{_digest(city, i) % 97}" for i in range(12)]
+    return json.dumps({"city": city, "top_sights": sights, "notes": f"{city} guide. " * 20})
+
+
+TOOLS: dict[str, Callable[..., str]] = {
+    "get_weather": get_weather,
+    "convert_currency": convert_currency,
+    "search_guide": search_guide,
+}
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that follows :func:`script`: no network, no API key, same answers."""
+
+    #: Length of every window the model was called with.
+    windows: list[int] = Field(default_factory=list)
+    #: The messages of the last call.
+    last_window: list[BaseMessage] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.windows.append(len(messages))
+        self.last_window = list(messages)
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+    @staticmethod
+    def _reply(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            results = []
+            for message in reversed(messages):
+                if not isinstance(message, ToolMessage):
+                    break
+                results.append(json.loads(str(message.content)))
+            facts = "; ".join(
+                ", ".join(f"{k}={v}" for k, v in r.items() if k != "notes" and k != "top_sights")
+                for r in reversed(results)
+            )
+            return AIMessage(f"Here is what I found: {facts}.")
+        turn = QUESTIONS.get(str(last.content))
+        if turn is None or not turn.calls:
+            return AIMessage("Glad to help. Anything else for the trip?")
+        number = turn.question.rsplit("turn ", 1)[1].rstrip(").?")
+        calls = [
+            {"name": name, "args": args, "id": f"call_{number}_{k}", "type": "tool_call"}
+            for k, (name, args) in enumerate(turn.calls)
+        ]
+        return AIMessage("", tool_calls=calls)
+
+
+# -- the agent -------------------------------------------------------------------------
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def build_agent(model: ScriptedChatModel, checkpointer: Any) -> Any:
+    """A two-node tool-calling agent: the model, then the tools it asked for, until it answers."""
+
+    def agent(state: State) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def tools(state: State) -> dict[str, Any]:
+        last = state["messages"][-1]
+        assert isinstance(last, AIMessage)
+        return {
+            "messages": [
+                ToolMessage(TOOLS[c["name"]](**c["args"]), tool_call_id=c["id"], name=c["name"])
+                for c in last.tool_calls
+            ]
+        }
+
+    def route(state: State) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route, ["tools", END])
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=checkpointer)
+
+
+# -- storage: SQLite by default, PostgreSQL with DATABASE_URL ---------------------------
+
+
+@dataclass
+class Backend:
+    name: str
+    saver: Any
+    store: Any
+    #: ``thread_id -> bytes`` the checkpointer holds for the thread.
+    stored_bytes: Callable[[str], int]
+    where: str
+    suffix: str = ""
+
+
+_SQLITE_BYTES = (
+    "SELECT (SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0)"
+    " FROM checkpoints WHERE thread_id = ?)"
+    " + (SELECT COALESCE(SUM(LENGTH(value)), 0) FROM writes WHERE thread_id = ?) AS bytes"
+)
+_POSTGRES_BYTES = (
+    "SELECT (SELECT COALESCE(SUM(pg_column_size(checkpoint) + pg_column_size(metadata)), 0)"
+    " FROM checkpoints WHERE thread_id = %(t)s)"
+    " + (SELECT COALESCE(SUM(LENGTH(blob)), 0) FROM checkpoint_blobs WHERE thread_id = %(t)s)"
+    " + (SELECT COALESCE(SUM(LENGTH(blob)), 0) FROM checkpoint_writes WHERE thread_id = %(t)s)"
+    " AS bytes"
+)
+
+
+@contextlib.contextmanager
+def open_backend(out_dir: Path, database_url: str | None) -> Iterator[Backend]:
+    with contextlib.ExitStack() as stack:
+        if database_url:
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from langgraph.store.postgres import PostgresStore
+
+            saver = stack.enter_context(PostgresSaver.from_conn_string(database_url))
+            store = stack.enter_context(PostgresStore.from_conn_string(database_url))
+            saver.setup()
+            store.setup()
+
+            def pg_bytes(thread_id: str) -> int:
+                with saver.conn.cursor() as cur:
+                    cur.execute(_POSTGRES_BYTES, {"t": thread_id})
+                    row = cur.fetchone()
+                return int(row["bytes"] if isinstance(row, dict) else row[0])
+
+            host = database_url.split("@")[-1]
+            yield Backend("PostgreSQL", saver, store, pg_bytes, f"PostgreSQL at {host}",
+                          suffix=f"-{uuid.uuid4().hex[:8]}")
+            return
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.store.sqlite import SqliteStore
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths = [out_dir / "checkpoints.sqlite", out_dir / "memory.sqlite"]
+        for path in paths:
+            for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                stale.unlink(missing_ok=True)
+        conn = stack.enter_context(
+            contextlib.closing(sqlite3.connect(paths[0], check_same_thread=False))
+        )
+        saver = SqliteSaver(conn)
+        store = stack.enter_context(SqliteStore.from_conn_string(str(paths[1])))
+        store.setup()
+        saver.setup()
+
+        def sqlite_bytes(thread_id: str) -> int:
+            return int(conn.execute(_SQLITE_BYTES, (thread_id, thread_id)).fetchone()[0])
+
+        yield Backend("SQLite", saver, store, sqlite_bytes, f"{paths[0]} and {paths[1]}")
+
+
+# -- the run ---------------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    """What one thread stored after each turn."""
+
+    bytes: list[int] = field(default_factory=list)
+    messages: list[int] = field(default_factory=list)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.2f} GB"
+
+
+class Progress:
+    """One line redrawn in place on a terminal; a line every tenth of the run otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.tty = sys.stdout.isatty()
+        self.every = max(1, total // 10)
+        self.start = time.perf_counter()
+
+    def update(self, turn: int, text: str) -> None:
+        line = f"turn {turn:>{len(str(self.total))}}/{self.total}  {text}"
+        if self.tty:
+            print(f"\r{line}", end="\n" if turn == self.total else "", flush=True)
+        elif turn % self.every == 0 or turn == self.total:
+            print(line, flush=True)
+
+    def done(self) -> float:
+        return time.perf_counter() - self.start
+
+
+def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False) -> int:
+    delivered: Counter[str] = Counter()
+
+    def tally(pruned: list[Any], namespace: Any) -> None:
+        delivered.update(str(m.id) for m in pruned)
+
+    with open_backend(out_dir, database_url) as backend:
+        hook = store_hook(backend.store)
+        reducer = MessageReducer(config=ReducerConfig(on_prune=[hook, tally], **CONFIG))
+        plain_model, reduced_model = ScriptedChatModel(), ScriptedChatModel()
+        threads = {
+            "without": (build_agent(plain_model, backend.saver), plain_model, Series()),
+            "with": (
+                build_agent(reduced_model, ReducingSaver(backend.saver, reducer)),
+                reduced_model,
+                Series(),
+            ),
+        }
+        configs = {
+            name: {"configurable": {"thread_id": f"{name}-reducer{backend.suffix}"}}
+            for name in threads
+        }
+        print(f"Running a scripted LangGraph agent for {turns} turns on {backend.name}: one "
+              "thread saved as is, one through ReducingSaver(max_messages=40, min_messages=20, "
+              "start_on='human').")
+        progress = Progress(turns)
+        for turn in range(1, turns + 1):
+            new: list[BaseMessage] = [HumanMessage(script(turn).question)]
+            if turn == 1:
+                new.insert(0, SystemMessage(SYSTEM_PROMPT))
+            for name, (agent, _, series) in threads.items():
+                agent.invoke({"messages": new}, configs[name])
+                thread_id = configs[name]["configurable"]["thread_id"]
+                series.bytes.append(backend.stored_bytes(thread_id))
+                series.messages.append(len(agent.get_state(configs[name]).values["messages"]))
+            plain, reduced = threads["without"][2], threads["with"][2]
+            progress.update(turn, f"without: {plain.messages[-1]:>4} msgs "
+                                  f"{_size(plain.bytes[-1]):>9} | with: {reduced.messages[-1]:>3}"
+                                  f" msgs {_size(reduced.bytes[-1]):>9}")
+        elapsed = progress.done()
+
+        everything = threads["without"][0].get_state(configs["without"]).values["messages"]
+        kept = threads["with"][0].get_state(configs["with"]).values["messages"]
+        namespace = memory_namespace(reducer, configs["with"])
+        memories = backend.store.search(namespace, limit=len(everything) + 100)
+        problems = check_memory(everything, kept, delivered, memories)
+
+        plain, reduced = threads["without"][2], threads["with"][2]
+        counter = resolve_token_counter("approximate")
+        print(f"\n{turns} turns in {elapsed:.1f} s. Storage ({backend.where}):\n")
+        rows = [
+            ("", "without reducer", "with reducer"),
+            ("messages in the thread", str(plain.messages[-1]), str(reduced.messages[-1])),
+            ("bytes stored for the thread", _size(plain.bytes[-1]), _size(reduced.bytes[-1])),
+            ("largest window the model saw", f"{max(plain_model.windows)} messages",
+             f"{max(reduced_model.windows)} messages"),
+            ("tokens in the last window (approx.)",
+             str(sum(counter(m) for m in plain_model.last_window)),
+             str(sum(counter(m) for m in reduced_model.last_window))),
+        ]
+        for label, a, b in rows:
+            print(f"  {label:<36}{a:>18}{b:>16}")
+        ratio = plain.bytes[-1] / max(reduced.bytes[-1], 1)
+        print(f"\n  The reducer stored {ratio:.1f}x fewer bytes for the same conversation.")
+        print(f"\nPruned: {len(delivered)} of {len(everything)} messages left the window "
+              f"({len(kept)} kept).")
+        print(f"Long-term memory {namespace!r}: {len(memories)} items.")
+        if problems:
+            for problem in problems:
+                print(f"  PROBLEM: {problem}")
+        else:
+            print("  Each pruned message is in long-term memory exactly once, and window + "
+                  "memory hold every message of the full conversation.")
+        print_window(reduced_model.last_window)
+
+        chart = out_dir / "storage.png"
+        draw_chart(plain, reduced, chart, backend.name)
+        print(f"\nChart of storage per turn: {chart}")
+        transcript = out_dir / "transcript.json"
+        transcript.write_text(json.dumps(messages_to_dict(everything), indent=1) + "\n")
+        print(f"The full conversation: {transcript}; see what the reducer would do to it with\n"
+              f"  {_cli()} reduce {transcript} --max-messages 40 --min-messages 20 --explain")
+        if backend.suffix and not keep:
+            # A shared database: leave it as it was found.
+            for config in configs.values():
+                backend.saver.delete_thread(config["configurable"]["thread_id"])
+            for item in memories:
+                backend.store.delete(item.namespace, item.key)
+            print("The demo's threads and memories were deleted from PostgreSQL (--keep keeps "
+                  "them).")
+        return 1 if problems else 0
+
+
+def _cli() -> str:
+    """How to call the command line from here: the environment's script, relative if short."""
+    script = Path(sys.executable).parent / "agentstate-reducer"
+    if not script.exists():
+        return "agentstate-reducer"
+    relative = os.path.relpath(script)
+    return relative if not relative.startswith("..") else str(script)
+
+
+def check_memory(
+    everything: list[BaseMessage], kept: list[BaseMessage], delivered: Counter[str],
+    memories: list[Any],
+) -> list[str]:
+    """What is wrong with long-term memory, if anything."""
+    problems = []
+    twice = [i for i, n in delivered.items() if n != 1]
+    if twice:
+        problems.append(f"{len(twice)} messages were delivered more than once, e.g. {twice[0]}")
+    kept_ids = {str(m.id) for m in kept}
+    if kept_ids & set(delivered):
+        problems.append(f"{len(kept_ids & set(delivered))} kept messages were also pruned")
+    keys = Counter(item.key for item in memories)
+    if set(keys) != set(delivered):
+        problems.append(
+            f"memory holds {len(keys)} keys but {len(delivered)} messages were pruned "
+            f"({len(set(delivered) - set(keys))} missing, {len(set(keys) - set(delivered))} extra)"
+        )
+    said = Counter(str(m.content) for m in everything)
+    held = Counter(str(item.value["content"]) for item in memories)
+    held.update(str(m.content) for m in kept)
+    if said != held:
+        problems.append("window + memory do not hold exactly the messages of the conversation")
+    return problems
+
+
+def print_window(window: list[BaseMessage], head: int = 4, tail: int = 8) -> None:
+    print(f"\nThe last window the model saw ({len(window)} messages):")
+    rows = list(enumerate(window))
+    if len(rows) > head + tail + 1:
+        shown: list[tuple[int, BaseMessage] | None] = [*rows[:head], None, *rows[-tail:]]
+    else:
+        shown = list(rows)
+    for row in shown:
+        if row is None:
+            print(f"  {'':>3}  ... {len(rows) - head - tail} more ...")
+            continue
+        i, message = row
+        text = str(message.content)
+        if isinstance(message, AIMessage) and message.tool_calls:
+            text = " ".join(f"{c['name']}({json.dumps(c['args'])})" for c in message.tool_calls)
+        text = " ".join(text.split())
+        text = text if len(text) <= 78 else text[:77] + "…"
+        print(f"  {i:>3}  {message.type:<6}  {text}")
+
+
+def draw_chart(plain: Series, reduced: Series, path: Path, backend: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    turns = range(1, len(plain.bytes) + 1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=110)
+    panels = [
+        (left, "MB stored", [b / 1e6 for b in plain.bytes], [b / 1e6 for b in reduced.bytes],
+         _size(plain.bytes[-1]), _size(reduced.bytes[-1]),
+         f"Bytes stored for one thread: all its checkpoints ({backend})"),
+        (right, "messages", plain.messages, reduced.messages,
+         str(plain.messages[-1]), str(reduced.messages[-1]),
+         "Messages in the thread's latest checkpoint"),
+    ]
+    for ax, unit, without, with_, last_without, last_with, title in panels:
+        for values, last, color, label in (
+            (without, last_without, "#c0392b", "without reducer"),
+            (with_, last_with, "#1f6fb2", "with ReducingSaver"),
+        ):
+            ax.plot(turns, values, color=color, lw=2, label=label)
+            ax.annotate(last, (turns[-1], values[-1]), textcoords="offset points",
+                        xytext=(-4, 6), ha="right", color=color)
+        ax.set_title(title)
+        ax.set_xlabel("turn")
+        ax.set_ylabel(unit)
+        ax.grid(alpha=0.3)
+        ax.set_xlim(1, max(turns[-1], 2))
+        ax.set_ylim(0, max(max(without), max(with_), 1e-9) * 1.1)
+        ax.legend(loc="upper left", frameon=False)
+    fig.suptitle(f"{len(turns)} turns of a tool-calling agent: storage per turn")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=200, help="conversation turns (default 200)")
+    parser.add_argument("--out-dir", type=Path, default=Path("demo-output"),
+                        help="where the SQLite files, chart and transcript go "
+                             "(default: demo-output)")
+    parser.add_argument("--keep", action="store_true",
+                        help="with DATABASE_URL, keep the demo's threads and memories "
+                             "(deleted by default)")
+    args = parser.parse_args(argv)
+    if args.turns < 1:
+        parser.error(f"--turns must be >= 1, got {args.turns!r}")
+    url = os.environ.get("DATABASE_URL") or None
+    if url is not None and not url.startswith(("postgres://", "postgresql://")):
+        parser.error(f"DATABASE_URL must be a postgresql:// URL, got {url!r}")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    return run(args.turns, args.out_dir, url, args.keep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
