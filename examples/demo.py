@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -90,9 +91,6 @@ def script(turn: int) -> Turn:
     )
 
 
-QUESTIONS = {script(t).question: script(t) for t in range(1, 10_001)}
-
-
 def _digest(*parts: object) -> int:
     return int(hashlib.sha256(repr(parts).encode()).hexdigest()[:8], 16)
 
@@ -161,15 +159,15 @@ class ScriptedChatModel(BaseChatModel):
                 for r in reversed(results)
             )
             return AIMessage(f"Here is what I found: {facts}.")
-        turn = QUESTIONS.get(str(last.content))
-        if turn is None or not turn.calls:
+        found = re.search(r"\(turn (\d+)\)", str(last.content))
+        number = int(found[1]) if found else 0
+        calls = script(number).calls if number else ()
+        if not calls:
             return AIMessage("Glad to help. Anything else for the trip?")
-        number = turn.question.rsplit("turn ", 1)[1].rstrip(").?")
-        calls = [
+        return AIMessage("", tool_calls=[
             {"name": name, "args": args, "id": f"call_{number}_{k}", "type": "tool_call"}
-            for k, (name, args) in enumerate(turn.calls)
-        ]
-        return AIMessage("", tool_calls=calls)
+            for k, (name, args) in enumerate(calls)
+        ])
 
 
 # -- the agent -------------------------------------------------------------------------
@@ -284,11 +282,27 @@ def open_backend(out_dir: Path, database_url: str | None) -> Iterator[Backend]:
 
 
 @dataclass
-class Series:
-    """What one thread stored after each turn."""
+class Thread:
+    """One conversation thread: its agent, its model, and what it stored after each turn."""
 
+    label: str
+    agent: Any
+    model: ScriptedChatModel
+    config: dict[str, Any]
     bytes: list[int] = field(default_factory=list)
     messages: list[int] = field(default_factory=list)
+
+    @property
+    def thread_id(self) -> str:
+        return str(self.config["configurable"]["thread_id"])
+
+    def state(self) -> list[BaseMessage]:
+        return list(self.agent.get_state(self.config).values["messages"])
+
+    def step(self, new: list[BaseMessage], backend: Backend) -> None:
+        self.agent.invoke({"messages": new}, self.config)
+        self.bytes.append(backend.stored_bytes(self.thread_id))
+        self.messages.append(len(self.state()))
 
 
 def _size(n: float) -> str:
@@ -326,70 +340,46 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
         delivered.update(str(m.id) for m in pruned)
 
     with open_backend(out_dir, database_url) as backend:
-        hook = store_hook(backend.store)
-        reducer = MessageReducer(config=ReducerConfig(on_prune=[hook, tally], **CONFIG))
+        reducer = MessageReducer(
+            config=ReducerConfig(on_prune=[store_hook(backend.store), tally], **CONFIG)
+        )
         plain_model, reduced_model = ScriptedChatModel(), ScriptedChatModel()
-        threads = {
-            "without": (build_agent(plain_model, backend.saver), plain_model, Series()),
-            "with": (
-                build_agent(reduced_model, ReducingSaver(backend.saver, reducer)),
-                reduced_model,
-                Series(),
-            ),
-        }
-        configs = {
-            name: {"configurable": {"thread_id": f"{name}-reducer{backend.suffix}"}}
-            for name in threads
-        }
+        plain = Thread(
+            "without reducer", build_agent(plain_model, backend.saver), plain_model,
+            {"configurable": {"thread_id": f"without-reducer{backend.suffix}"}},
+        )
+        reduced = Thread(
+            "with reducer", build_agent(reduced_model, ReducingSaver(backend.saver, reducer)),
+            reduced_model, {"configurable": {"thread_id": f"with-reducer{backend.suffix}"}},
+        )
+        settings = ", ".join(f"{k}={v!r}" for k, v in CONFIG.items())
         print(f"Running a scripted LangGraph agent for {turns} turns on {backend.name}: one "
-              "thread saved as is, one through ReducingSaver(max_messages=40, min_messages=20, "
-              "start_on='human').")
+              f"thread saved as is, one through ReducingSaver({settings}).")
         progress = Progress(turns)
         for turn in range(1, turns + 1):
             new: list[BaseMessage] = [HumanMessage(script(turn).question)]
             if turn == 1:
                 new.insert(0, SystemMessage(SYSTEM_PROMPT))
-            for name, (agent, _, series) in threads.items():
-                agent.invoke({"messages": new}, configs[name])
-                thread_id = configs[name]["configurable"]["thread_id"]
-                series.bytes.append(backend.stored_bytes(thread_id))
-                series.messages.append(len(agent.get_state(configs[name]).values["messages"]))
-            plain, reduced = threads["without"][2], threads["with"][2]
+            plain.step(new, backend)
+            reduced.step(new, backend)
             progress.update(turn, f"without: {plain.messages[-1]:>4} msgs "
                                   f"{_size(plain.bytes[-1]):>9} | with: {reduced.messages[-1]:>3}"
                                   f" msgs {_size(reduced.bytes[-1]):>9}")
         elapsed = progress.done()
 
-        everything = threads["without"][0].get_state(configs["without"]).values["messages"]
-        kept = threads["with"][0].get_state(configs["with"]).values["messages"]
-        namespace = memory_namespace(reducer, configs["with"])
+        everything, kept = plain.state(), reduced.state()
+        namespace = memory_namespace(reducer, reduced.config)
         memories = backend.store.search(namespace, limit=len(everything) + 100)
         problems = check_memory(everything, kept, delivered, memories)
 
-        plain, reduced = threads["without"][2], threads["with"][2]
-        counter = resolve_token_counter("approximate")
         print(f"\n{turns} turns in {elapsed:.1f} s. Storage ({backend.where}):\n")
-        rows = [
-            ("", "without reducer", "with reducer"),
-            ("messages in the thread", str(plain.messages[-1]), str(reduced.messages[-1])),
-            ("bytes stored for the thread", _size(plain.bytes[-1]), _size(reduced.bytes[-1])),
-            ("largest window the model saw", f"{max(plain_model.windows)} messages",
-             f"{max(reduced_model.windows)} messages"),
-            ("tokens in the last window (approx.)",
-             str(sum(counter(m) for m in plain_model.last_window)),
-             str(sum(counter(m) for m in reduced_model.last_window))),
-        ]
-        for label, a, b in rows:
-            print(f"  {label:<36}{a:>18}{b:>16}")
-        ratio = plain.bytes[-1] / max(reduced.bytes[-1], 1)
-        print(f"\n  The reducer stored {ratio:.1f}x fewer bytes for the same conversation.")
+        print_side_by_side(plain, reduced)
         print(f"\nPruned: {len(delivered)} of {len(everything)} messages left the window "
               f"({len(kept)} kept).")
         print(f"Long-term memory {namespace!r}: {len(memories)} items.")
-        if problems:
-            for problem in problems:
-                print(f"  PROBLEM: {problem}")
-        else:
+        for problem in problems:
+            print(f"  PROBLEM: {problem}")
+        if not problems:
             print("  Each pruned message is in long-term memory exactly once, and window + "
                   "memory hold every message of the full conversation.")
         print_window(reduced_model.last_window)
@@ -403,13 +393,31 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
               f"  {_cli()} reduce {transcript} --max-messages 40 --min-messages 20 --explain")
         if backend.suffix and not keep:
             # A shared database: leave it as it was found.
-            for config in configs.values():
-                backend.saver.delete_thread(config["configurable"]["thread_id"])
+            for thread in (plain, reduced):
+                backend.saver.delete_thread(thread.thread_id)
             for item in memories:
                 backend.store.delete(item.namespace, item.key)
             print("The demo's threads and memories were deleted from PostgreSQL (--keep keeps "
                   "them).")
         return 1 if problems else 0
+
+
+def print_side_by_side(plain: Thread, reduced: Thread) -> None:
+    counter = resolve_token_counter("approximate")
+    rows = [
+        ("", plain.label, reduced.label),
+        ("messages in the thread", str(plain.messages[-1]), str(reduced.messages[-1])),
+        ("bytes stored for the thread", _size(plain.bytes[-1]), _size(reduced.bytes[-1])),
+        ("largest window the model saw", f"{max(plain.model.windows)} messages",
+         f"{max(reduced.model.windows)} messages"),
+        ("tokens in the last window (approx.)",
+         str(sum(counter(m) for m in plain.model.last_window)),
+         str(sum(counter(m) for m in reduced.model.last_window))),
+    ]
+    for label, a, b in rows:
+        print(f"  {label:<36}{a:>18}{b:>16}")
+    ratio = plain.bytes[-1] / max(reduced.bytes[-1], 1)
+    print(f"\n  The reducer stored {ratio:.1f}x fewer bytes for the same conversation.")
 
 
 def _cli() -> str:
@@ -467,7 +475,7 @@ def print_window(window: list[BaseMessage], head: int = 4, tail: int = 8) -> Non
         print(f"  {i:>3}  {message.type:<6}  {text}")
 
 
-def draw_chart(plain: Series, reduced: Series, path: Path, backend: str) -> None:
+def draw_chart(plain: Thread, reduced: Thread, path: Path, backend: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
