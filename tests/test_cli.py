@@ -418,6 +418,119 @@ def test_bad_options_exit_2(args: list[str], expected: str) -> None:
     assert expected in err
 
 
+# -- trim ----------------------------------------------------------------------------
+
+
+def test_trim_keeps_the_longest_tail_within_budget() -> None:
+    original = fixture("list.json")
+    out = json.loads(ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120"))
+    assert out == original[10:]
+    assert sum(approximate_token_count(m) for m in out) <= 120
+    assert sum(approximate_token_count(m) for m in original[9:]) > 120
+
+
+def longest_tail(messages: list[Any], budget: int) -> list[Any]:
+    counts = [approximate_token_count(m) for m in messages]
+    start = len(messages)
+    while start > 0 and sum(counts[start - 1 :]) <= budget:
+        start -= 1
+    return messages[start:]
+
+
+@pytest.mark.parametrize("name", ["transcript.jsonl", "langchain_dumpd.json", "wrapped.json"])
+def test_trim_writes_the_shape_it_read(name: str) -> None:
+    path = str(FIXTURES / name)
+    out = ok("trim", path, "--max-tokens", "120")
+    if name.endswith(".jsonl"):
+        lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+        messages = [json.loads(line) for line in lines]
+        assert out.splitlines() == lines[-len(longest_tail(messages, 120)) :]
+    elif name == "wrapped.json":
+        original = fixture(name)
+        assert json.loads(out) == {**original, "messages": original["messages"][10:]}
+    else:
+        assert json.loads(out) == longest_tail(fixture(name), 120)
+
+
+def test_trim_anthropic_include_system_and_start_on() -> None:
+    original = fixture("anthropic_request.json")
+    out = json.loads(
+        ok("trim", str(FIXTURES / "anthropic_request.json"), "--max-tokens", "150",
+           "--include-system", "--start-on", "human")
+    )
+    assert out["system"] == original["system"]
+    assert out["messages"] == original["messages"][8:]
+    assert out["messages"][0]["role"] == "user"
+
+
+def test_trim_without_include_system_drops_the_anthropic_system() -> None:
+    out = json.loads(ok("trim", str(FIXTURES / "anthropic_request.json"), "--max-tokens", "60"))
+    assert "system" not in out
+    assert out["messages"] == fixture("anthropic_request.json")["messages"][-3:]
+
+
+def test_trim_keeps_tool_pairs_unless_told_not_to() -> None:
+    path = str(FIXTURES / "list.json")
+    original = fixture("list.json")
+    # 70 tokens reach back to the tool result at 12 but not to the call at 11.
+    assert json.loads(ok("trim", path, "--max-tokens", "70")) == original[13:]
+    split = json.loads(ok("trim", path, "--max-tokens", "70", "--no-keep-tool-pairs"))
+    assert split == original[12:]
+    assert split[0]["role"] == "tool"
+
+
+def long_transcript(tmp_path: Path) -> tuple[str, list[dict[str, Any]]]:
+    long = " ".join(f"Sentence number {i} is here." for i in range(30))
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": long, "id": "u1"},
+        {"role": "assistant", "content": "ok", "id": "a1"},
+        {"role": "user", "content": "next", "id": "u2"},
+    ]
+    return write(tmp_path, "long.json", json.dumps(messages)), messages
+
+
+def test_trim_allow_partial_keeps_the_end_of_the_edge_message(tmp_path: Path) -> None:
+    path, messages = long_transcript(tmp_path)
+    args = ("trim", path, "--max-tokens", "60", "--include-system", "--allow-partial")
+    out = json.loads(ok(*args, "--split-on", "sentence"))
+    assert [m.get("id") for m in out] == [None, "u1", "a1", "u2"]
+    text = out[1]["content"]
+    assert messages[1]["content"].endswith(text)
+    assert text.startswith("Sentence number") and text.endswith("29 is here.")
+    assert sum(approximate_token_count(m) for m in out) <= 60
+    words = json.loads(ok(*args, "--split-on", "word"))[1]["content"]
+    assert messages[1]["content"].endswith(words)
+    assert len(words) >= len(text)  # words are finer pieces than sentences
+    rows = explain_rows(ok(*args, "--split-on", "sentence", "--explain"))
+    kept_tokens = approximate_token_count(out[1])
+    total = approximate_token_count(messages[1])
+    assert rows["1"][1:3] == [f"{kept_tokens}/{total}", "partial"]
+    assert rows["1"][3].startswith("Sentence number")
+
+
+def test_trim_explain_table() -> None:
+    text = ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120", "--explain")
+    rows = explain_rows(text)
+    assert [rows[str(i)][2] for i in range(16)] == ["trimmed"] * 10 + ["kept"] * 6
+    assert "trim: keep the last messages within 120 tokens (approximate counter)" in text
+    kept = sum(approximate_token_count(m) for m in fixture("list.json")[10:])
+    assert f"after:   6 messages,  {kept} tokens (10 trimmed, 0 partial" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--max-tokens", "50", "--strategy", "first", "--include-system"], "include_system"),
+        (["--max-tokens", "50", "--start-on", "nobody"], "'nobody'"),
+        (["--max-tokens", "50", "--end-on", "robot"], "'robot'"),
+        ([], "--max-tokens"),
+    ],
+)
+def test_trim_bad_options_exit_2(args: list[str], expected: str) -> None:
+    assert expected in fail("trim", str(FIXTURES / "list.json"), *args, status=2)
+
+
 # -- count --------------------------------------------------------------------------
 
 

@@ -27,10 +27,21 @@ from typing import Any
 
 from .config import ReducerConfig
 from .errors import ConfigError, MessageFormatError
-from .messages import message_parts, read_message
+from .messages import (
+    AI,
+    FUNCTION,
+    HUMAN,
+    SYSTEM,
+    TOOL,
+    message_id,
+    message_parts,
+    normalize_role,
+    read_message,
+)
 from .plan import CASCADE, START_ON, Plan
 from .reducer import MessageReducer
 from .tokens import TokenCounter, resolve_token_counter
+from .trim import trim_messages
 
 __all__ = ("main",)
 
@@ -254,13 +265,26 @@ def dump(transcript: Transcript, surviving: list[Any]) -> str:
     if transcript.shape == "list":
         return encode(surviving, transcript.indent) + "\n"
     document = dict(transcript.document)
-    system = transcript.system
-    if system is not None:
-        if not any(m is system for m in surviving):
+    if transcript.system is not None:
+        first = surviving[0] if surviving else None
+        if first is transcript.system:
+            surviving = surviving[1:]
+        elif _is_partial_system(transcript, first):
+            # trim --allow-partial kept a part of the system prompt: it goes back on top.
+            document["system"] = first["content"]  # type: ignore[index]
+            surviving = surviving[1:]
+        else:
             del document["system"]
-        surviving = [m for m in surviving if m is not system]
     document["messages"] = surviving
     return encode(document, transcript.indent) + "\n"
+
+
+def _is_partial_system(transcript: Transcript, message: object) -> bool:
+    return (
+        isinstance(message, dict)
+        and message.get("role") == "system"
+        and not any(m is message for m in transcript.messages)
+    )
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -388,31 +412,40 @@ def _explain(
             transcript.label_of(i), role, str(counts[i]), "pruned" if i in gone else "kept",
             _why(transcript, plan, i), _preview(message, i),
         ])
-    n, kept = len(transcript.messages), len(transcript.messages) - len(gone)
+    n = len(transcript.messages)
     before = sum(counts)
     after = before - sum(counts[i] for i in gone)
-    fewer = f", {100 * (before - after) // before}% fewer tokens" if before and gone else ""
-    w1, w2 = len(str(n)), len(str(before))
     return [
         f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
         _describe_config(config, counter),
         "",
         *_table(("#", "role", "tokens", "result", "why", "content"), rows, {0, 2}),
         "",
-        f"before: {n:>{w1}} messages, {before:>{w2}} tokens",
-        f"after:  {kept:>{w1}} messages, {after:>{w2}} tokens ({len(gone)} pruned{fewer})",
+        *_totals(n, before, n - len(gone), after, f"{len(gone)} pruned"),
+    ]
+
+
+def _totals(n: int, before: int, kept: int, after: int, note: str) -> list[str]:
+    """The two closing lines of a table: messages and tokens before and after."""
+    if before > after:
+        note += f", {100 * (before - after) // before}% fewer tokens"
+    w1, w2 = len(str(n)), len(str(before))
+    return [
+        f"before: {n:>{w1}} {'message' if n == 1 else 'messages'}, {before:>{w2}} tokens",
+        f"after:  {kept:>{w1}} {'message' if kept == 1 else 'messages'}, {after:>{w2}} tokens "
+        f"({note})",
     ]
 
 
 def _cmd_reduce(args: argparse.Namespace) -> int:
-    counter = _counter(args.counter)
+    _counter(args.counter)  # fail early, with the install hint, when it is missing
     try:
         config = ReducerConfig(
             min_messages=args.min_messages,
             max_messages=args.max_messages,
             max_tokens=args.max_tokens,
             target_tokens=args.target_tokens,
-            token_counter=counter,
+            token_counter=args.counter,
             preserve_first=args.preserve_first,
             cascade_tool_messages=args.cascade,
             start_on=args.start_on,
@@ -434,6 +467,120 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
         return 0
     _emit(transcript, reducer.reduce(transcript.messages).surviving, args.out)
     return 0
+
+
+# Pieces ``--allow-partial`` may cut text into; each list joins back to the text.
+# ``line`` is trim_messages' own default.
+_SPLITTERS: dict[str, Callable[[str], list[str]] | None] = {
+    "line": None,
+    "sentence": lambda text: re.findall(r"[^.!?]*(?:[.!?]+\s*|$)", text)[:-1] or [text],
+    "word": lambda text: re.findall(r"\s*\S+|\s+$", text) or [text],
+}
+
+
+def _trim_status(
+    transcript: Transcript, kept: list[Any], strategy: str
+) -> tuple[list[str], dict[int, Any]]:
+    """Per input message: ``kept``, ``partial`` or ``trimmed``; and the partial copies."""
+    messages = transcript.messages
+    by_object = {id(m): i for i, m in enumerate(messages)}
+    by_id = {message_id(m): i for i, m in enumerate(messages)}
+    by_id.pop(None, None)
+    status = ["trimmed"] * len(messages)
+    positions = [by_object.get(id(m)) for m in kept]
+    for i in positions:
+        if i is not None:
+            status[i] = "kept"
+    partial: dict[int, Any] = {}
+    for p, (i, message) in enumerate(zip(positions, kept, strict=True)):
+        if i is not None:
+            continue
+        j = by_id.get(message_id(message))
+        if j is None:  # a copy without an id: it sits next to the whole messages kept
+            if strategy == "last":
+                j = next((k for k in positions[p + 1 :] if k is not None), len(messages)) - 1
+            else:
+                j = next((k for k in reversed(positions[:p]) if k is not None), -1) + 1
+        status[j] = "partial"
+        partial[j] = message
+    return status, partial
+
+
+def _describe_trim(args: argparse.Namespace) -> str:
+    flags = [f"{args.counter} counter"]
+    if args.include_system:
+        flags.append("include_system")
+    if args.allow_partial:
+        flags.append(f"allow_partial, split on {args.split_on}")
+    if args.start_on:
+        flags.append(f"start_on {'/'.join(args.start_on)}")
+    if args.end_on:
+        flags.append(f"end_on {'/'.join(args.end_on)}")
+    if not args.keep_tool_pairs:
+        flags.append("tool pairs may be split")
+    return (
+        f"trim: keep the {args.strategy} messages within {args.max_tokens} tokens "
+        f"({', '.join(flags)})"
+    )
+
+
+def _cmd_trim(args: argparse.Namespace) -> int:
+    counter = _counter(args.counter)
+    transcript = load(args.file)
+    try:
+        kept = trim_messages(
+            transcript.messages,
+            max_tokens=args.max_tokens,
+            token_counter=args.counter,
+            strategy=args.strategy,
+            allow_partial=args.allow_partial,
+            end_on=args.end_on,
+            start_on=args.start_on,
+            include_system=args.include_system,
+            text_splitter=_SPLITTERS[args.split_on],
+            keep_tool_pairs=args.keep_tool_pairs,
+        )
+    except ConfigError as exc:
+        raise _UsageError(str(exc)) from exc
+    if args.explain:
+        print("\n".join(_explain_trim(transcript, kept, counter, args)))
+        if args.out is None:
+            return 0
+    _emit(transcript, kept, args.out)
+    if args.explain:
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _explain_trim(
+    transcript: Transcript, kept: list[Any], counter: TokenCounter, args: argparse.Namespace
+) -> list[str]:
+    status, partial = _trim_status(transcript, kept, args.strategy)
+    counts = [int(counter(m)) for m in transcript.messages]
+    rows = []
+    for i, message in enumerate(transcript.messages):
+        tokens = str(counts[i])
+        if i in partial:
+            tokens = f"{int(counter(partial[i]))}/{counts[i]}"
+        shown = partial.get(i, message)
+        rows.append([
+            transcript.label_of(i), read_message(message, i).role, tokens, status[i],
+            _preview(shown, i),
+        ])
+    n = len(transcript.messages)
+    before = sum(counts)
+    after = sum(int(counter(m)) for m in kept)
+    return [
+        f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
+        _describe_trim(args),
+        "",
+        *_table(("#", "role", "tokens", "result", "content"), rows, {0, 2}),
+        "",
+        *_totals(
+            n, before, len(kept), after,
+            f"{status.count('trimmed')} trimmed, {len(partial)} partial",
+        ),
+    ]
 
 
 def _cmd_count(args: argparse.Namespace) -> int:
@@ -481,6 +628,16 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _role(text: str) -> str:
+    role = normalize_role(text)
+    if role not in (HUMAN, AI, SYSTEM, TOOL, FUNCTION):
+        raise argparse.ArgumentTypeError(
+            f"expected a role (human, ai, system, tool, function, or an alias such as user or "
+            f"assistant), got {text!r}"
+        )
+    return role
+
+
 def _parser(prog: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog or "agentstate-reducer",
@@ -522,6 +679,42 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
                         "messages (with --out, the file is written too)")
     reduce.set_defaults(run=_cmd_reduce)
+
+    trim = commands.add_parser(
+        "trim",
+        help="cut a transcript to a token budget as trim_messages would",
+        description=(
+            "Cut a transcript to a token budget as trim_messages would (LangChain's "
+            "trim_messages, without splitting tool calls from their results) and write the "
+            "kept messages in the shape they were read in."
+        ),
+    )
+    trim.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
+    budget = trim.add_argument_group("budget")
+    budget.add_argument("--max-tokens", type=_non_negative, required=True, metavar="N",
+                        help="the token budget")
+    _add_counter(budget)
+    how = trim.add_argument_group("what to keep")
+    how.add_argument("--strategy", choices=("last", "first"), default="last",
+                     help="keep the end (default) or the start of the conversation")
+    how.add_argument("--include-system", action="store_true",
+                     help="with --strategy last, always keep a leading system message")
+    how.add_argument("--start-on", action="append", type=_role, metavar="ROLE",
+                     help="with --strategy last, drop leading messages until one of this role "
+                          "(human, ai, tool, system; may be repeated)")
+    how.add_argument("--end-on", action="append", type=_role, metavar="ROLE",
+                     help="drop trailing messages until one of this role (may be repeated)")
+    how.add_argument("--allow-partial", action="store_true",
+                     help="keep part of the message at the edge (whole content blocks, else "
+                          "pieces of its text)")
+    how.add_argument("--split-on", choices=sorted(_SPLITTERS), default="line",
+                     help="with --allow-partial, the pieces text is cut into (default: line)")
+    how.add_argument("--no-keep-tool-pairs", dest="keep_tool_pairs", action="store_false",
+                     help="allow the cut to separate tool calls from their results, as "
+                          "LangChain's trim_messages does")
+    _add_output(trim, "a table of every message, kept, partial or trimmed, instead of the "
+                      "messages (with --out, the file is written too)")
+    trim.set_defaults(run=_cmd_trim)
 
     count_cmd = commands.add_parser(
         "count",
