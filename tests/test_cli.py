@@ -198,8 +198,7 @@ def test_explain_table_gives_every_reason() -> None:
     text = ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--explain")
     rows = explain_rows(text)
     assert list(rows) == [str(i) for i in range(16)]
-    assert rows["0"][:3] == ["system", "23", "kept"]
-    assert rows["0"][3] == "preserved first"
+    assert rows["0"][0] == "system" and rows["0"][2:4] == ["kept", "preserved first"]
     assert rows["1"][2:4] == ["pruned", "in window"]
     assert rows["1"][4] == "What's the weather in Lisbon tomorrow?"
     assert rows["3"][2:4] == ["pruned", "cascade from 2"]
@@ -421,20 +420,19 @@ def test_bad_options_exit_2(args: list[str], expected: str) -> None:
 # -- trim ----------------------------------------------------------------------------
 
 
-def test_trim_keeps_the_longest_tail_within_budget() -> None:
-    original = fixture("list.json")
-    out = json.loads(ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120"))
-    assert out == original[10:]
-    assert sum(approximate_token_count(m) for m in out) <= 120
-    assert sum(approximate_token_count(m) for m in original[9:]) > 120
-
-
 def longest_tail(messages: list[Any], budget: int) -> list[Any]:
     counts = [approximate_token_count(m) for m in messages]
     start = len(messages)
     while start > 0 and sum(counts[start - 1 :]) <= budget:
         start -= 1
     return messages[start:]
+
+
+def test_trim_keeps_the_longest_tail_within_budget() -> None:
+    original = fixture("list.json")
+    out = json.loads(ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120"))
+    assert out == longest_tail(original, 120)
+    assert 3 <= len(out) < len(original)
 
 
 @pytest.mark.parametrize("name", ["transcript.jsonl", "langchain_dumpd.json", "wrapped.json"])
@@ -447,7 +445,8 @@ def test_trim_writes_the_shape_it_read(name: str) -> None:
         assert out.splitlines() == lines[-len(longest_tail(messages, 120)) :]
     elif name == "wrapped.json":
         original = fixture(name)
-        assert json.loads(out) == {**original, "messages": original["messages"][10:]}
+        tail = longest_tail(original["messages"], 120)
+        assert json.loads(out) == {**original, "messages": tail}
     else:
         assert json.loads(out) == longest_tail(fixture(name), 120)
 
@@ -472,9 +471,10 @@ def test_trim_without_include_system_drops_the_anthropic_system() -> None:
 def test_trim_keeps_tool_pairs_unless_told_not_to() -> None:
     path = str(FIXTURES / "list.json")
     original = fixture("list.json")
-    # 70 tokens reach back to the tool result at 12 but not to the call at 11.
-    assert json.loads(ok("trim", path, "--max-tokens", "70")) == original[13:]
-    split = json.loads(ok("trim", path, "--max-tokens", "70", "--no-keep-tool-pairs"))
+    # A budget that reaches back to the tool result at 12 but not to its call at 11.
+    budget = str(sum(approximate_token_count(m) for m in original[12:]))
+    assert json.loads(ok("trim", path, "--max-tokens", budget)) == original[13:]
+    split = json.loads(ok("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs"))
     assert split == original[12:]
     assert split[0]["role"] == "tool"
 
@@ -512,10 +512,12 @@ def test_trim_allow_partial_keeps_the_end_of_the_edge_message(tmp_path: Path) ->
 def test_trim_explain_table() -> None:
     text = ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120", "--explain")
     rows = explain_rows(text)
-    assert [rows[str(i)][2] for i in range(16)] == ["trimmed"] * 10 + ["kept"] * 6
+    tail = longest_tail(fixture("list.json"), 120)
+    n = len(tail)
+    assert [rows[str(i)][2] for i in range(16)] == ["trimmed"] * (16 - n) + ["kept"] * n
     assert "trim: keep the last messages within 120 tokens (approximate counter)" in text
-    kept = sum(approximate_token_count(m) for m in fixture("list.json")[10:])
-    assert f"after:   6 messages,  {kept} tokens (10 trimmed, 0 partial" in text
+    kept = sum(approximate_token_count(m) for m in tail)
+    assert f"after:  {n:>2} messages, {kept:>3} tokens ({16 - n} trimmed, 0 partial" in text
 
 
 @pytest.mark.parametrize(
@@ -551,19 +553,55 @@ def test_count_prints_per_message_and_total() -> None:
     assert int(total.split()[1]) == sum(counts)
 
 
-def test_count_without_tiktoken_says_so(tmp_path: Path) -> None:
-    # Block tiktoken in the child, as when the [tokens] extra is not installed.
+def run_without_tiktoken(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command line in a child where tiktoken cannot be imported (no [tokens] extra)."""
     code = (
         "import sys; sys.modules['tiktoken'] = None; "
         "from agentstate_reducer.cli import main; sys.exit(main())"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "count", str(FIXTURES / "list.json")],
-        capture_output=True, text=True, check=False, timeout=60,
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False,
+        timeout=60,
     )
+
+
+def test_count_without_tiktoken_says_so() -> None:
+    proc = run_without_tiktoken("count", str(FIXTURES / "list.json"))
     assert proc.returncode == 0, proc.stderr
     assert "tiktoken: not available" in proc.stdout
-    assert "approximate" in proc.stdout.splitlines()[2]
+    assert 'pip install "agentstate-reducer[tokens]"' in proc.stdout
+    assert proc.stdout.splitlines()[2].split()[2:] == ["approximate", "content"]
+
+
+def test_counter_tiktoken_without_tiktoken_exits_2() -> None:
+    proc = run_without_tiktoken("reduce", str(FIXTURES / "list.json"), "--counter", "tiktoken")
+    assert proc.returncode == 2
+    assert "--counter 'tiktoken' is not available" in proc.stderr
+    assert 'pip install "agentstate-reducer[tokens]"' in proc.stderr
+
+
+def test_count_with_tiktoken_gives_exact_counts() -> None:
+    pytest.importorskip("tiktoken")
+    from agentstate_reducer import resolve_token_counter
+
+    exact = resolve_token_counter("tiktoken")
+    messages = fixture("list.json")
+    lines = ok("count", str(FIXTURES / "list.json")).splitlines()
+    assert lines[2].split()[:4] == ["#", "role", "approximate", "tiktoken"]
+    total = next(line for line in lines if line.split()[:1] == ["total"]).split()
+    assert int(total[2]) == sum(exact(m) for m in messages)
+    assert [int(line.split()[3]) for line in lines[3:19]] == [exact(m) for m in messages]
+
+
+def test_reduce_token_mode_with_tiktoken() -> None:
+    pytest.importorskip("tiktoken")
+    from agentstate_reducer import resolve_token_counter
+
+    exact = resolve_token_counter("tiktoken")
+    out = json.loads(
+        ok("reduce", str(FIXTURES / "list.json"), "--max-tokens", "200", "--counter", "tiktoken")
+    )
+    assert sum(exact(m) for m in out) <= 200 < sum(exact(m) for m in fixture("list.json"))
 
 
 # -- in-process invariants --------------------------------------------------------------
