@@ -43,7 +43,7 @@ from .reducer import MessageReducer
 from .tokens import TokenCounter, resolve_token_counter
 from .trim import trim_messages
 
-__all__ = ("main",)
+__all__ = ("Transcript", "dump", "load", "main")
 
 _EXPECTED = (
     'expected a JSON list of messages, an object with a "messages" list, '
