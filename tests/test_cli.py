@@ -288,6 +288,59 @@ def test_explain_with_out_writes_the_file_too(tmp_path: Path) -> None:
     assert len(json.loads(out.read_text(encoding="utf-8"))) == 4
 
 
+def test_explain_checks_provider_rules_of_input_and_output() -> None:
+    path = str(FIXTURES / "anthropic_request.json")
+    text = ok("reduce", path, *SMALL, "--explain")
+    assert "anthropic rules, input: OK" in text
+    assert "anthropic rules, output: 1 problem\n  message 11: " in text
+    assert "[first-not-user]\n    fix: " in text
+    fixed = ok("reduce", path, *SMALL, "--start-on", "human", "--explain")
+    assert "anthropic rules, output: OK" in fixed
+
+
+def test_explain_reports_a_broken_input(tmp_path: Path) -> None:
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "tool", "tool_call_id": "call_9", "content": "from nowhere"},
+        {"role": "assistant", "content": "a"},
+    ]
+    text = ok("reduce", write(tmp_path, "orphan.json", json.dumps(messages)), "--explain")
+    assert "openai rules, input: 1 problem\n  message 1: " in text
+    assert "[orphan-result]" in text
+    # The plan removes an orphaned result even under the threshold, so the output is valid.
+    assert "openai rules, output: OK" in text
+
+
+def test_provider_option_overrides_the_detected_shape() -> None:
+    path = str(FIXTURES / "list.json")
+    assert "openai rules, output: OK" in ok("reduce", path, *SMALL, "--explain")
+    text = ok("reduce", path, *SMALL, "--explain", "--provider", "anthropic")
+    assert "anthropic rules, output: 1 problem" in text and "[first-not-user]" in text
+
+
+def test_reduce_warns_on_stderr_when_the_output_breaks_the_rules() -> None:
+    path = str(FIXTURES / "anthropic_request.json")
+    proc = run("reduce", path, *SMALL)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["messages"][0]["role"] == "assistant"
+    assert proc.stderr.startswith("agentstate-reducer: warning: the output breaks anthropic rules")
+    assert "[first-not-user]; fix: " in proc.stderr
+    assert run("reduce", path, *SMALL, "--start-on", "human").stderr == ""
+
+
+def test_trim_that_splits_a_pair_is_flagged() -> None:
+    path = str(FIXTURES / "list.json")
+    original = fixture("list.json")
+    budget = str(sum(approximate_token_count(m) for m in original[12:]))
+    proc = run("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs")
+    assert proc.returncode == 0
+    assert "message 12: tool result answers 'call_4'" in proc.stderr
+    assert "[orphan-result]" in proc.stderr
+    text = ok("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs", "--explain")
+    assert "openai rules, output: 1 problem\n  message 12: " in text
+    assert run("trim", path, "--max-tokens", budget).stderr == ""
+
+
 # -- --out ----------------------------------------------------------------------------
 
 

@@ -42,6 +42,7 @@ from .plan import CASCADE, START_ON, Plan
 from .reducer import MessageReducer
 from .tokens import TokenCounter, resolve_token_counter
 from .trim import trim_messages
+from .validate import validate_history
 
 __all__ = ("Transcript", "dump", "load", "main")
 
@@ -81,6 +82,11 @@ class Transcript:
     indent: str | None = None
     #: Input line of each message (JSONL).
     lines: list[int] = field(default_factory=list)
+
+    @property
+    def provider(self) -> str:
+        """Whose rules the conversation is checked against by default."""
+        return "anthropic" if self.shape == "anthropic" else "openai"
 
     def label_of(self, index: int) -> str:
         """How index ``index`` of :attr:`messages` is numbered in the input file."""
@@ -455,18 +461,54 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from exc
     transcript = load(args.file)
     reducer = MessageReducer(config=config)
+    plan = reducer.plan(transcript.messages)  # what reduce() does, without hooks to run
+    gone = set(plan.pruned)
+    origin = [i for i in range(len(transcript.messages)) if i not in gone]
+    surviving = [transcript.messages[i] for i in origin]
     if args.explain:
-        plan = reducer.plan(transcript.messages)
         counts = reducer.count_tokens(transcript.messages)
-        gone = set(plan.pruned)
-        surviving = [m for i, m in enumerate(transcript.messages) if i not in gone]
         print("\n".join(_explain(transcript, plan, counts, config, args.counter)))
-        if args.out is not None:
-            _emit(transcript, surviving, args.out)
-            print(f"wrote {args.out}")
-        return 0
-    _emit(transcript, reducer.reduce(transcript.messages).surviving, args.out)
+    _finish(args, transcript, surviving, origin)
     return 0
+
+
+def _finish(
+    args: argparse.Namespace, transcript: Transcript, kept: list[Any], origin: list[int]
+) -> None:
+    """Check the provider's rules, then write ``kept`` (unless only explaining)."""
+    provider = args.provider or transcript.provider
+    before = _problems(transcript, transcript.messages, range(len(transcript.messages)), provider)
+    after = _problems(transcript, kept, origin, provider)
+    if args.explain:
+        print()
+        for what, problems in (("input", before), ("output", after)):
+            found = _plural(len(problems), "problem") if problems else "OK"
+            print(f"{provider} rules, {what}: {found}")
+            for problem, fix in problems:
+                print(f"  {problem}\n    fix: {fix}")
+    else:
+        for problem, fix in after:
+            print(f"{args.prog}: warning: the output breaks {provider} rules: {problem}; "
+                  f"fix: {fix}", file=sys.stderr)
+    if args.out is not None or not args.explain:
+        _emit(transcript, kept, args.out)
+    if args.explain and args.out is not None:
+        print(f"wrote {args.out}")
+
+
+def _problems(
+    transcript: Transcript, messages: list[Any], origin: Sequence[int], provider: str
+) -> list[tuple[str, str]]:
+    """``(problem, fix)`` per provider rule ``messages`` break, numbered as in the input."""
+    found = []
+    for problem in validate_history(messages, provider=provider):
+        where = (
+            transcript.label_of(origin[problem.index])
+            if len(origin) == len(messages)
+            else f"{problem.index} of the output"
+        )
+        found.append((f"message {where}: {problem.detail} [{problem.rule}]", problem.fix))
+    return found
 
 
 # Pieces ``--allow-partial`` may cut text into; each list joins back to the text.
@@ -542,20 +584,22 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise _UsageError(str(exc)) from exc
+    status, partial = _trim_status(transcript, kept, args.strategy)
     if args.explain:
-        print("\n".join(_explain_trim(transcript, kept, counter, args)))
-        if args.out is None:
-            return 0
-    _emit(transcript, kept, args.out)
-    if args.explain:
-        print(f"wrote {args.out}")
+        print("\n".join(_explain_trim(transcript, kept, counter, args, status, partial)))
+    origin = [i for i, result in enumerate(status) if result != "trimmed"]
+    _finish(args, transcript, kept, origin)
     return 0
 
 
 def _explain_trim(
-    transcript: Transcript, kept: list[Any], counter: TokenCounter, args: argparse.Namespace
+    transcript: Transcript,
+    kept: list[Any],
+    counter: TokenCounter,
+    args: argparse.Namespace,
+    status: list[str],
+    partial: dict[int, Any],
 ) -> list[str]:
-    status, partial = _trim_status(transcript, kept, args.strategy)
     counts = [int(counter(m)) for m in transcript.messages]
     rows = []
     for i, message in enumerate(transcript.messages):
@@ -738,6 +782,9 @@ def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:
                         help="write here (atomically: a temporary file, then a rename) "
                              "instead of standard output")
     output.add_argument("--explain", action="store_true", help=explain_help)
+    output.add_argument("--provider", choices=("openai", "anthropic"),
+                        help="whose API rules to check the input and output against "
+                             "(default: anthropic for an Anthropic request, else openai)")
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
@@ -746,7 +793,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         sys.stdout.reconfigure(errors="backslashreplace")
     parser = _parser(prog)
     args = parser.parse_args(argv)
-    name = parser.prog
+    name = args.prog = parser.prog
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
