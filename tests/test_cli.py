@@ -238,6 +238,21 @@ def test_explain_orphaned_tool_result(tmp_path: Path) -> None:
     assert explain_rows(text)["1"][2:4] == ["pruned", "orphaned tool result"]
 
 
+def test_explain_exchange_in_progress(tmp_path: Path) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "s"},
+        *({"role": "user", "content": f"q{i}"} for i in range(5)),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r"},
+    ]
+    path = write(tmp_path, "progress.json", json.dumps(messages))
+    rows = explain_rows(ok("reduce", path, "--max-messages", "4", "--min-messages", "1",
+                           "--explain"))
+    assert [rows[str(i)][2:4] for i in (5, 6, 7)] == [["kept", "exchange in progress"]] * 3
+    assert rows["4"][2:4] == ["pruned", "in window"]
+
+
 def test_explain_under_threshold() -> None:
     text = ok("reduce", str(FIXTURES / "list.json"), "--explain")
     rows = explain_rows(text)
