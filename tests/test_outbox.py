@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -975,3 +976,20 @@ def test_the_outbox_needs_only_the_standard_library(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_sqlite_waits_for_a_lock_while_switching_a_new_file_to_wal(tmp_path: Path) -> None:
+    """Two processes opening one new outbox at once: the WAL switch must wait, not fail."""
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other(x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.3, holder.execute, args=("COMMIT",))
+    release.start()
+    try:
+        outbox = SQLiteOutbox(path, timeout=10)
+        assert outbox.enqueue(batch(1), NS) == 1
+        outbox.close()
+    finally:
+        release.join()
+        holder.close()

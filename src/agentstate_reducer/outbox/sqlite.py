@@ -123,13 +123,26 @@ class SQLiteOutbox(Outbox):
         conn = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
-        conn.execute("PRAGMA journal_mode=WAL")
+        self._enable_wal(conn)
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
         self._local.conn = conn
         self._local.pid = os.getpid()
         with self._lock:
             self._connections.append(conn)
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching a new file to WAL takes an exclusive lock that SQLite does not wait
+        # for (the busy timeout does not apply), so processes opening it together retry.
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
 
     @contextmanager
     def _write(self, action: str) -> Iterator[sqlite3.Connection]:
