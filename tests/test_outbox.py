@@ -983,7 +983,8 @@ def test_sqlite_waits_for_a_lock_while_switching_a_new_file_to_wal(tmp_path: Pat
     path = tmp_path / "locked.db"
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("CREATE TABLE other(x)")
-    holder.execute("BEGIN EXCLUSIVE")
+    # Another writer mid-transaction: SQLite fails the WAL switch at once, no busy wait.
+    holder.execute("BEGIN IMMEDIATE")
     release = threading.Timer(0.3, holder.execute, args=("COMMIT",))
     release.start()
     try:
