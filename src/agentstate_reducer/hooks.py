@@ -16,9 +16,17 @@ from typing import Any
 from .config import RememberFn
 from .messages import message_id
 
-__all__ = ("Background", "DeliveryLedger")
+__all__ = ("Background", "DeliveryLedger", "is_async_callable")
 
 logger = logging.getLogger("agentstate_reducer")
+
+
+def is_async_callable(fn: object) -> bool:
+    """True for ``async def`` functions and objects whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - async callable objects
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 class DeliveryLedger:
@@ -103,9 +111,6 @@ class Background:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_pending)
         self._closed = False
         self._lock = threading.Lock()
-        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
-        )
         self._threads = [
             threading.Thread(target=self._work, name=f"agentstate-reducer-{i}", daemon=True)
             for i in range(workers)
@@ -138,7 +143,7 @@ class Background:
                 pruned, namespace = item
                 try:
                     result = self.fn(pruned, namespace)
-                    if self._is_async or inspect.isawaitable(result):
+                    if inspect.isawaitable(result):
                         asyncio.run(_await(result))
                 except Exception:
                     self.failed += 1

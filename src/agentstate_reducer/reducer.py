@@ -10,7 +10,7 @@ from typing import Any
 
 from .config import ReducerConfig, ReducerResult
 from .errors import OutboxError
-from .hooks import DeliveryLedger
+from .hooks import DeliveryLedger, is_async_callable
 from .messages import read_messages
 from .plan import Plan, make_plan
 from .summary import default_summary_messages_factory, match_shape
@@ -32,12 +32,6 @@ def as_message_list(value: Any) -> list[Any]:
         return list(value)
     return [value]
 
-
-def _is_async(fn: object) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - async callable objects
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 class MessageReducer:
@@ -130,7 +124,7 @@ class MessageReducer:
     def _check_sync(self) -> None:
         named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(self.config.on_prune)]
         for name, fn in [("summarize_fn", self.config.summarize_fn), *named]:
-            if fn is not None and _is_async(fn):
+            if fn is not None and is_async_callable(fn):
                 raise TypeError(
                     f"{name} is async ({fn!r}); call 'await reducer.areduce(...)' instead of "
                     "reduce()"

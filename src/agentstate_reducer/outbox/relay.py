@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import RememberFn
+from ..hooks import is_async_callable
 from .base import Job, Outbox, check_positive_int, check_seconds
 
 __all__ = ("AsyncOutboxHook", "OutboxHook", "Relay", "RelayRound")
@@ -34,12 +35,6 @@ def _check_outbox(outbox: object) -> Outbox:
         raise TypeError(f"outbox must be an agentstate_reducer.outbox.Outbox, got {outbox!r}")
     return outbox
 
-
-def _is_async(fn: object) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - async callable objects
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 class OutboxHook:
@@ -142,7 +137,7 @@ class Relay:
         self.retry_delay = check_seconds("retry_delay", retry_delay, allow_zero=True)
         self.max_retry_delay = check_seconds("max_retry_delay", max_retry_delay, allow_zero=True)
         self.poll_interval = check_seconds("poll_interval", poll_interval, allow_zero=False)
-        self._async = _is_async(deliver_fn)
+        self._async = is_async_callable(deliver_fn)
 
     def __repr__(self) -> str:
         return f"Relay({self.outbox!r}, {self.deliver_fn!r}, batch={self.batch})"
