@@ -35,6 +35,8 @@ __all__ = (
     "TOOL_USE_PART",
     "MessageParts",
     "MessageView",
+    "PlainExtras",
+    "PlainRead",
     "content_kinds",
     "copy_state",
     "message_content",
@@ -44,6 +46,7 @@ __all__ = (
     "normalize_role",
     "read_message",
     "read_messages",
+    "read_plain",
     "with_content",
 )
 
@@ -311,11 +314,15 @@ def message_id(message: object) -> str | None:
     return _as_id(getattr(message, "id", None))
 
 
+#: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, built once.
+_to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
 def _json(value: object) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return _to_json(value)
     except (TypeError, ValueError):
         return str(value)
 
@@ -460,6 +467,144 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
     )
 
 
+#: What a plain message bills besides its text: ``(name, tool_call_id, tool calls)``,
+#: each tool call as ``(name, arguments as JSON text)``.
+PlainExtras = tuple[str | None, str | None, tuple[tuple[str, str], ...]]
+#: What :func:`read_plain` returns: ``(view, text, extras)``; ``extras`` is ``None`` when
+#: the message has no name, no ``tool_call_id`` and no tool call.
+PlainRead = tuple[MessageView, str | None, "PlainExtras | None"]
+def read_plain(message: object) -> PlainRead | None:
+    """:func:`read_message` and the billable parts of a message of a common shape, or ``None``.
+
+    The shapes: a dict with a ``role`` (or a LangChain ``type``), or a LangChain-style
+    object keeping its fields in ``__dict__``, whose role is a known alias as written,
+    whose content is a string or ``None`` (so no media and no ``tool_result``), and
+    whose tool calls, if any, are dicts in ``tool_calls``. Returns ``(view, text,
+    extras)``: the :class:`MessageView`, the content (``None`` when empty) and
+    ``(name, tool_call_id, tool calls)`` (``None`` when all three are empty), each
+    what :func:`message_parts` reads. Any other message, or any doubt, gives ``None``.
+    """
+    if type(message) is dict:
+        get = message.get
+        raw = get("role")
+        if raw is None:
+            if "data" in message or "kwargs" in message:
+                return None  # messages_to_dict / dumpd shapes keep fields one level down
+            raw = get("type")
+    else:
+        plain = _PLAIN_CLASSES.get(type(message))
+        if plain is None:
+            plain = _plain_class(type(message))
+        fields = getattr(message, "__dict__", None) if plain else None
+        if type(fields) is not dict:
+            return None
+        if plain == _PYDANTIC and message.__pydantic_extra__:  # type: ignore[attr-defined]
+            return None  # undeclared fields, which getattr() would read
+        get = fields.get
+        raw = get("type")
+        extra = get("additional_kwargs")
+        if extra:  # LangChain objects built from raw provider output keep calls here
+            if type(extra) is not dict or (
+                extra.get("tool_calls")
+                or extra.get("invalid_tool_calls")
+                or extra.get("function_call") is not None
+            ):
+                return None
+    role = _ALIASES.get(raw) if type(raw) is str else None
+    if role is None or get("invalid_tool_calls") or get("function_call") is not None:
+        return None
+    content = get("content")
+    name = get("name")
+    call_id = get("tool_call_id")
+    ident = get("id")
+    if (
+        (content is not None and type(content) is not str)
+        or (name is not None and type(name) is not str)
+        or (call_id is not None and type(call_id) is not str)
+    ):
+        return None
+    if ident is not None and type(ident) is not str:
+        ident = _as_id(ident)
+    found = get("tool_calls")
+    if found:
+        read = _read_calls(found, role)
+        if read is None:
+            return None
+        issued, calls = read
+    elif name or call_id:
+        issued, calls = _EMPTY, ()
+    else:  # the commonest message: no name, no tool call, no tool result
+        return _new_view(MessageView, (role, ident or None, _EMPTY, _EMPTY)), content or None, None
+    answers = (call_id,) if role == TOOL and call_id else _EMPTY
+    view = _new_view(MessageView, (role, ident or None, issued, answers))
+    return view, content or None, (name or None, call_id or None, calls)
+
+
+def _read_calls(
+    found: object, role: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]] | None:
+    """Ids issued (ai messages only) and ``(name, JSON arguments)`` of dict tool calls."""
+    if type(found) is not list:
+        return None
+    read: list[tuple[str | None, str, str]] = []
+    for call in found:
+        if type(call) is not dict:
+            return None
+        function = call.get("function")
+        if function is None:  # LangChain: {"id", "name", "args"}
+            call_name, args = call.get("name"), call.get("args")
+        elif type(function) is dict:  # OpenAI: {"id", "function": {"name", "arguments"}}
+            call_name, args = function.get("name"), function.get("arguments")
+        else:
+            return None
+        cid = call.get("id")
+        read.append(
+            (
+                cid if type(cid) is str and cid else _as_id(cid),
+                call_name if type(call_name) is str else "",
+                args if type(args) is str and args else _json(args or {}),
+            )
+        )
+    if len(read) == 1:
+        cid, call_name, args = read[0]
+        return (cid,) if cid is not None and role == AI else _EMPTY, ((call_name, args),)
+    issued = _dedupe(c for c, _, _ in read if c is not None) if role == AI else _EMPTY
+    return issued, _unique_calls(read)
+
+
+#: Raw roles and types that name a known role as written (no case folding needed).
+_KNOWN_ALIASES = frozenset(_ALIASES)
+_PYDANTIC = 2
+#: Per class: 0 when :func:`read_plain` must not read its instances, 1 when every field
+#: it reads lives in the instance ``__dict__``, :data:`_PYDANTIC` when undeclared fields
+#: may also live elsewhere (pydantic models with ``extra="allow"``, as LangChain's are).
+_PLAIN_CLASSES: dict[type, int] = {}
+_PLAIN_FIELDS = (
+    "type",
+    "role",
+    "content",
+    "name",
+    "tool_call_id",
+    "tool_calls",
+    "invalid_tool_calls",
+    "function_call",
+    "additional_kwargs",
+)
+
+
+def _plain_class(cls: type) -> int:
+    if issubclass(cls, Mapping) or any(hasattr(cls, field) for field in _PLAIN_FIELDS):
+        kind = 0  # a mapping, or a property or class attribute that only getattr() reads
+    elif hasattr(cls, "__pydantic_extra__"):
+        kind = _PYDANTIC
+    elif hasattr(cls, "__getattr__") or cls.__getattribute__ is not object.__getattribute__:
+        kind = 0  # attributes computed on access
+    else:
+        kind = 1
+    _PLAIN_CLASSES[cls] = kind
+    return kind
+
+
 #: Attributes :func:`message_parts` and :func:`read_message` read from a message object.
 _OBJECT_FIELDS = (
     "type",
@@ -515,16 +660,21 @@ def copy_state(state: object, _depth: int = 0) -> object:
     kind = type(state)
     if kind in _ATOM_TYPES or _depth > 64:
         return state
-    depth = _depth + 1
     value: Any = state
     if kind is dict:
-        return {k: v if type(v) in _ATOM_TYPES else copy_state(v, depth) for k, v in value.items()}
-    if kind is list:
-        return [v if type(v) in _ATOM_TYPES else copy_state(v, depth) for v in value]
-    if kind is tuple:
-        return tuple([v if type(v) in _ATOM_TYPES else copy_state(v, depth) for v in value])
+        copied = value.copy()  # one C-level copy; only nested containers are walked
+        if not _ATOM_TYPES.issuperset(map(type, copied.values())):
+            for key, item in value.items():
+                if type(item) not in _ATOM_TYPES:
+                    copied[key] = copy_state(item, _depth + 1)
+        return copied
+    if kind is list or kind is tuple:
+        if _ATOM_TYPES.issuperset(map(type, value)):
+            return value[:]  # a tuple is immutable: value[:] is the tuple itself
+        items = [v if type(v) in _ATOM_TYPES else copy_state(v, _depth + 1) for v in value]
+        return items if kind is list else tuple(items)
     if isinstance(state, dict):  # a dict subclass compares as a dict
-        return {k: copy_state(v, depth) for k, v in state.items()}
+        return {k: copy_state(v, _depth + 1) for k, v in state.items()}
     return state  # another object: compared with ==, which for most objects is identity
 
 

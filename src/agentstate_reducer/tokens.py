@@ -28,8 +28,10 @@ import hashlib
 import importlib.util
 import itertools
 import logging
+import operator
 import re
 import threading
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -43,10 +45,12 @@ from .messages import (
     SYSTEM,
     TOOL,
     MessageView,
+    PlainExtras,
     copy_state,
     message_parts,
     message_state,
     read_message,
+    read_plain,
 )
 
 __all__ = (
@@ -107,6 +111,11 @@ def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 
     call's name and JSON arguments, ``tool_call_id`` and ``tool_result`` ids, and
     :data:`MEDIA_TOKENS` per image, audio clip, video or file.
     """
+    read = read_plain(message)
+    if read is not None:  # the common shapes, read without building MessageParts
+        text, extras = read[1], read[2]
+        total = _FRAME_TOKENS + 1 + (text_tokens(text) if text else 0)
+        return total if extras is None else total + _count_extras(extras, text_tokens)
     parts = message_parts(message, index)
     total = _FRAME_TOKENS + parts.media * MEDIA_TOKENS
     total += 1 if parts.role in _KNOWN_ROLES else text_tokens(parts.role)
@@ -123,54 +132,124 @@ def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 
     return total
 
 
+def _count_extras(extras: PlainExtras, text_tokens: Callable[[str], int]) -> int:
+    """Tokens of the name, ``tool_call_id`` and tool calls read by :func:`read_plain`."""
+    name, call_id, calls = extras
+    total = 0
+    if name is not None:
+        total += _NAME_TOKENS + text_tokens(name)
+    for call_name, args in calls:
+        total += _TOOL_CALL_TOKENS + text_tokens(call_name) + text_tokens(args)
+    if call_id is not None:
+        total += text_tokens(call_id)
+    return total
+
+
 # -- the heuristic --------------------------------------------------------------------
 
-# Each pattern below matches one estimated token; weights were set against exact cl100k_base
-# counts of tests/fixtures/token_corpus/calibration and checked on .../holdout
-# (docs/tokens.md has the table). cl100k splits digits into groups of three, keeps a
-# space before a digit as its own token, merges short punctuation runs, and spends
-# about one token per CJK / kana / Hangul / Indic character and two to three per emoji.
+# The estimate is a weighted sum of character counts. The ASCII weights were set by least
+# squares against exact cl100k_base counts of the lines of
+# tests/fixtures/token_corpus/calibration (bench/calibrate_tokens.py re-derives them) and
+# checked on .../holdout (docs/tokens.md has the table). Each ASCII byte has its own
+# weight, so short ASCII text, the commonest, costs one translate and one C-level byte
+# sum, never a regex: cl100k spends about a token per common English word (four
+# letters), more on capitals, digits and punctuation, and on prose in other languages;
+# about one per CJK / kana / Hangul / Indic character and two to three per emoji.
+# Weights are in hundredths of a token, so that every path sums the same integers.
 
-#: English and code: ASCII letters cost a token per 7; other Latin-script prose, per 5.
-_ENGLISH_PIECE = re.compile(r"[A-Za-z]{1,7}")
-_FOREIGN_PIECE = re.compile(r"[A-Za-z]{1,5}")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
-_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
-#: Common English words: prose where fewer than 8% of the words are one of these is in
-#: another language, which cl100k (trained mostly on English) splits into more pieces.
-_ENGLISH_WORDS = frozenset(
-    {
-        "the", "a", "an", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "from",
-        "by", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these",
-        "those", "you", "your", "we", "our", "they", "their", "he", "she", "his", "her", "i", "me",
-        "my", "not", "no", "do", "does", "did", "have", "has", "had", "will", "would", "can",
-        "could", "should", "if", "then", "than", "so", "there", "here", "what", "which", "who",
-        "when", "where", "how", "all", "any", "some", "more", "most", "also", "just", "about",
-        "into", "over", "after", "before", "up", "out",
+#: Per ASCII letter in English, and in prose in another language (fewer than 8% common
+#: English words), which cl100k (trained mostly on English) splits into more pieces.
+_LETTER_WEIGHT = 15
+_FOREIGN_LETTER_WEIGHT = 24
+#: Per word (run of ASCII letters): a short word costs about what a long one does.
+_WORD_WEIGHT = 42
+#: Extra per capital letter (acronyms, CamelCase and base64 split into short pieces).
+_UPPER_WEIGHT = 57
+#: Per digit (cl100k splits numbers into groups of three, and keeps the space before a
+#: number apart).
+_DIGIT_WEIGHT = 57
+#: Per ASCII punctuation character, and per line break (with the indentation after it).
+_PUNCTUATION_WEIGHT = 36
+_NEWLINE_WEIGHT = 72
+#: The language is told only in prose of at least this many words, and in ASCII text
+#: only from this many characters on: shorter ASCII text is costed at the English rate,
+#: since telling the language apart would cost more than counting such a text.
+_MIN_WORDS_FOR_LANGUAGE = 8
+_MIN_CHARS_FOR_LANGUAGE = 256
+_ENGLISH_SHARE = 0.08
+
+
+def _byte_table(classes: Mapping[bytes, int], default: int) -> bytes:
+    table = bytearray([default]) * 256
+    for members, value in classes.items():
+        for byte in members:
+            table[byte] = value
+    return bytes(table)
+
+
+_LOWER = bytes(range(ord("a"), ord("z") + 1))
+_UPPER = bytes(range(ord("A"), ord("Z") + 1))
+_DIGITS = b"0123456789"
+_PUNCTUATION = bytes([*range(0x21, 0x30), *range(0x3A, 0x41), *range(0x5B, 0x61), *range(0x7B, 0x7F)])
+#: Every byte to its class: ``a`` lower case, ``A`` capital, ``0`` digit, ``!``
+#: punctuation, ``\n`` line break, ``~`` part of a non-ASCII character (UTF-8 lead and
+#: continuation bytes), a space for anything else.
+_CLASSES = _byte_table(
+    {_LOWER: 97, _UPPER: 65, _DIGITS: 48, _PUNCTUATION: 33, b"\n": 10, bytes(range(128, 256)): 126},
+    32,
+)
+#: Letters to lower case, anything else to a space: ``split()`` gives the words.
+_WORDS = bytes(b | 32 if b in _UPPER or b in _LOWER else 32 for b in range(256))
+
+
+def _byte_weights() -> bytes:
+    """Every byte to its weight in English text (0 for spaces, controls and non-ASCII)."""
+    weights = {
+        _LOWER: _LETTER_WEIGHT,
+        _UPPER: _LETTER_WEIGHT + _UPPER_WEIGHT,
+        _DIGITS: _DIGIT_WEIGHT,
+        _PUNCTUATION: _PUNCTUATION_WEIGHT,
+        b"\n": _NEWLINE_WEIGHT,
     }
+    # The byte sum of a short text must stay below adler32's modulus.
+    assert max(weights.values()) * _MIN_CHARS_FOR_LANGUAGE < 65521
+    return _byte_table(weights, 0)
+
+
+_BYTE_WEIGHTS = _byte_weights()
+#: ``bytes.title()`` capitalises the first letter of every run of ASCII letters: through
+#: this table, a byte sum of the title-cased text weighs the words.
+_WORD_STARTS = _byte_table({_UPPER: _WORD_WEIGHT}, 0)
+_adler32 = zlib.adler32
+
+#: Common English words: prose where fewer than 8% of the words are one of these is in
+#: another language.
+_ENGLISH_WORDS = frozenset(
+    word.encode()
+    for word in (
+        "the", "a", "an", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with",
+        "from", "by", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this",
+        "that", "these", "those", "you", "your", "we", "our", "they", "their", "he", "she",
+        "his", "her", "i", "me", "my", "not", "no", "do", "does", "did", "have", "has", "had",
+        "will", "would", "can", "could", "should", "if", "then", "than", "so", "there", "here",
+        "what", "which", "who", "when", "where", "how", "all", "any", "some", "more", "most",
+        "also", "just", "about", "into", "over", "after", "before", "up", "out",
+    )
 )
-#: Base64 and other random-looking runs cost about a token per 1.4 characters.
-_OPAQUE = re.compile(r"[A-Za-z0-9+/=_-]{24,}")
-_OPAQUE_CHARS_PER_TOKEN = 1.4
-_ASCII_PIECES: tuple[tuple[re.Pattern[str], float], ...] = (
-    (re.compile(r"[0-9]{1,3}"), 1.0),
-    (re.compile(r"(?<=[ \t])[0-9]"), 0.5),
-    (re.compile(r"[!-/:-@\[-`{-~]{1,4}"), 1.0),
-    (re.compile(r"\n[ \t]*"), 0.3),
-)
-#: ``(character class, characters per token piece, tokens per piece)`` for non-ASCII text.
+#: ``(characters, characters per token piece, hundredths of a token per piece)`` for
+#: non-ASCII text.
 _SCRIPTS = (
-    (r"[\u00c0-\u024f\u1e00-\u1eff]", 1, 1.0),  # accented Latin
-    (r"[\u0400-\u052f]", 2, 1.0),  # Cyrillic
-    (r"[\u0590-\u05ff]", 1, 1.1),  # Hebrew
-    (r"[\u0600-\u06ff\u0750-\u08ff]", 1, 0.8),  # Arabic
-    (r"[\u0900-\u0dff]", 1, 1.2),  # Indic scripts
-    (r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]", 1, 1.2),  # Han
-    (r"[\u3040-\u30ff]", 1, 1.0),  # kana
-    (r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]", 1, 1.25),  # Hangul
-    (r"[\u3000-\u303f\uff00-\uffef]", 1, 1.0),  # CJK punctuation, full width forms
-    (r"[\u2000-\u2bff\ufe0f\u200d]", 1, 1.5),  # symbols, dingbats, joiners
-    (r"[\U00010000-\U0010ffff]", 1, 2.7),  # emoji and other astral characters
+    (r"[\u00c0-\u024f\u1e00-\u1eff]", 1, 100),  # accented Latin
+    (r"[\u0400-\u052f]", 2, 100),  # Cyrillic
+    (r"[\u0590-\u05ff]", 1, 110),  # Hebrew
+    (r"[\u0600-\u06ff\u0750-\u08ff]", 1, 80),  # Arabic
+    (r"[\u0900-\u0dff]", 1, 120),  # Indic scripts
+    (r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]", 1, 120),  # Han
+    (r"[\u3040-\u30ff]", 1, 100),  # kana
+    (r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]", 1, 125),  # Hangul
+    (r"[\u3000-\u303f\uff00-\uffef]", 1, 100),  # CJK punctuation, full width forms
+    (r"[\u2000-\u2bff\ufe0f\u200d]", 1, 150),  # symbols, dingbats, joiners
+    (r"[\U00010000-\U0010ffff]", 1, 270),  # emoji and other astral characters
 )
 #: ``(pieces, characters or None when a piece is one character, weight)``.
 _SCRIPT_PIECES = tuple(
@@ -181,50 +260,95 @@ _SCRIPT_PIECES = tuple(
     )
     for chars, run, weight in _SCRIPTS
 )
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 #: Any other non-ASCII character (Greek, Thai, Georgian, ...): about one token each.
-_OTHER_WEIGHT = 1.0
+_OTHER_WEIGHT = 100
 
 
-def _is_opaque(run: str) -> bool:
-    """Random-looking: digits, capitals and small letters all common (not an identifier)."""
-    n = len(run)
-    digits = sum(map(str.isdigit, run))
-    upper = sum(map(str.isupper, run))
-    return digits * 16 >= n and upper * 8 >= n and (n - digits - upper) * 4 >= n
+def _is_foreign(data: bytes, punctuation: int) -> bool:
+    """Prose (8 words or more, few punctuation marks) with fewer than 8% common English words."""
+    words = data.translate(_WORDS).split()
+    n = len(words)
+    if n < _MIN_WORDS_FOR_LANGUAGE or punctuation > n // 2:
+        return False  # short, or code and data: the English rate fits
+    return sum(map(_ENGLISH_WORDS.__contains__, words)) < _ENGLISH_SHARE * n
 
 
-def _ascii_estimate(run: str) -> float:
-    total = sum(len(p.findall(run)) * w for p, w in _ASCII_PIECES)
-    return total + len(_ENGLISH_PIECE.findall(run))
+def _measure(text: str, data: bytes) -> tuple[tuple[int, ...], int]:
+    """The counts the estimate weighs (see :data:`_COUNTED`) and its non-ASCII part.
+
+    ``data`` is ``text`` in UTF-8. The non-ASCII part is in hundredths of a token.
+    """
+    classes = data.translate(_CLASSES)
+    letters = classes.count(b"a")
+    upper = classes.count(b"A")
+    letters += upper
+    punctuation = classes.count(b"!")
+    ascii_only = len(data) == len(text)
+    foreign = (
+        (not ascii_only or len(data) >= _MIN_CHARS_FOR_LANGUAGE)
+        and letters >= _MIN_WORDS_FOR_LANGUAGE
+        and _is_foreign(data, punctuation)
+    )
+    counts = (
+        0 if foreign else letters,
+        letters if foreign else 0,
+        data.title().translate(_CLASSES).count(b"A"),
+        upper,
+        classes.count(b"0"),
+        punctuation,
+        classes.count(b"\n"),
+    )
+    if ascii_only:
+        return counts, 0
+    # Non-ASCII characters: all characters less the ASCII bytes.
+    left = len(text) - len(data) + classes.count(b"~")
+    scripts = 0
+    for pieces, chars, weight in _SCRIPT_PIECES:
+        found = len(pieces.findall(text))
+        if found:
+            scripts += found * weight
+            left -= found if chars is None else len(chars.findall(text))
+    return counts, scripts + left * _OTHER_WEIGHT
 
 
-def _latin_pieces(text: str) -> re.Pattern[str]:
-    words = _LATIN_WORD.findall(text)
-    if len(words) < 8 or len(_PUNCTUATION.findall(text)) > len(words) // 2:
-        return _ENGLISH_PIECE  # short, or code and data: the English rate fits
-    english = sum(map(_ENGLISH_WORDS.__contains__, map(str.lower, words)))
-    return _FOREIGN_PIECE if english < 0.08 * len(words) else _ENGLISH_PIECE
+#: What :func:`_measure` counts, with the name of each weight.
+_COUNTED = (
+    ("english letters", "_LETTER_WEIGHT"),
+    ("foreign letters", "_FOREIGN_LETTER_WEIGHT"),
+    ("words", "_WORD_WEIGHT"),
+    ("capitals", "_UPPER_WEIGHT"),
+    ("digits", "_DIGIT_WEIGHT"),
+    ("punctuation", "_PUNCTUATION_WEIGHT"),
+    ("line breaks", "_NEWLINE_WEIGHT"),
+)
+
+
+def _estimate(text: str, data: bytes) -> int:
+    """The estimate in hundredths of a token, from :func:`_measure` (any text)."""
+    counts, scripts = _measure(text, data)
+    weights = [globals()[name] for _, name in _COUNTED]
+    return sum(map(operator.mul, counts, weights)) + scripts
 
 
 def approximate_text_tokens(text: str) -> int:
     """Estimate the cl100k_base tokens of ``text`` from its characters, for any script."""
     if not text:
         return 0
-    total = sum(len(p.findall(text)) * w for p, w in _ASCII_PIECES)
-    total += len(_latin_pieces(text).findall(text))
-    for run in _OPAQUE.findall(text):
-        if _is_opaque(run):
-            total += max(0.0, len(run) / _OPAQUE_CHARS_PER_TOKEN - _ascii_estimate(run))
-    if not text.isascii():
-        left = len(_NON_ASCII.findall(text))
-        for pieces, chars, weight in _SCRIPT_PIECES:
-            found = len(pieces.findall(text))
-            if found:
-                total += found * weight
-                left -= found if chars is None else len(chars.findall(text))
-        total += left * _OTHER_WEIGHT
-    return max(1, round(total))
+    if len(text) < _MIN_CHARS_FOR_LANGUAGE and text.isascii():
+        # Short ASCII text, the commonest: the English rate, and the weighted sums in two
+        # C-level passes, characters and words (adler32's low half is 1 + the byte sum,
+        # which stays below its modulus here). Halves round up; any text costs at least
+        # one token.
+        data = text.encode()
+        # Each low half is 1 + its sum; 48 = 50 (to round halves up) - 2.
+        total = (_adler32(data.translate(_BYTE_WEIGHTS)) & 0xFFFF) + 48
+        total += _adler32(data.title().translate(_WORD_STARTS)) & 0xFFFF
+        return total // 100 or 1
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # lone surrogates
+        data = text.encode("utf-8", "surrogatepass")
+    return (_estimate(text, data) + 50) // 100 or 1
 
 
 def approximate_token_count(message: Any) -> int:
@@ -407,15 +531,22 @@ class TokenCountCache:
     """Per-message token counts (and adapter views) remembered across calls, for one counter.
 
     An entry is keyed by the message object's identity and holds a reference to it
-    (so the identity cannot be reused), a :func:`copy_state` of it, its
-    :class:`MessageView` and its count. A lookup compares that copy with the live
-    message: one C-level ``==`` that shares every string, so an unchanged message
-    costs no copy, no read and no tokenization, while a message edited in place
-    (however deep) or replaced by another object under the same id is read and
-    counted again. Memory is bounded: past ``max(max_entries, 2 * len(messages))``
-    entries the oldest are dropped (a message still in use is then counted once
-    more). Thread-safe; the counter runs outside the lock, at most once per distinct
-    message per call.
+    (so the identity cannot be reused), its :class:`MessageView`, its count, and what
+    tells whether it changed since:
+
+    * a :func:`copy_state` of the message. A lookup compares it with the live message:
+      one C-level ``==`` that shares every string, so an unchanged message costs no
+      copy, no read and no tokenization, while a message edited in place (however
+      deep) or replaced by another object under the same id is read and counted again;
+    * or, for a message of a common shape (:func:`read_plain`) counted by a built-in
+      counter, whose count follows from those parts alone: the parts read. Taking no
+      copy keeps the first sight of a message cheap (a fresh reducer reads a long
+      history once). The next lookup reads the parts again and compares them; if
+      they are unchanged it takes the copy then, and compares copies from then on.
+
+    Memory is bounded: past ``max(max_entries, 2 * len(messages))`` entries the oldest
+    are dropped (a message still in use is then counted once more). Thread-safe; the
+    counter runs outside the lock, at most once per distinct message per call.
 
     The counter must depend only on a message's content.
     """
@@ -424,10 +555,13 @@ class TokenCountCache:
         self.counter = counter
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        #: ``id(message) -> (message, copy of its state, view, count)``, oldest first.
-        self._entries: dict[int, tuple[Any, object, MessageView, int]] = {}
+        #: ``id(message) -> (message, copy of its state or None, view, count, plain parts
+        #: or None)``, oldest first; a copy is None only while the parts stand in for it.
+        self._entries: dict[int, _Entry] = {}
         #: Messages sent to :attr:`counter` so far (for benchmarks and tests).
         self.misses = 0
+        #: The counter's text counter when it is a built-in one (counts follow from parts).
+        self._text_tokens = _text_counter(counter)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -445,44 +579,87 @@ class TokenCountCache:
         n = len(messages)
         views: list[Any] = [None] * n  # MessageView, every slot filled below
         counts: list[int] = [0] * n
-        missing: list[tuple[int, object]] = []
+        missing: Sequence[int]
         with self._lock:
-            get = self._entries.get
-            for i, message in enumerate(messages):
-                state = message_state(message)
-                entry = get(id(message))
-                if entry is not None and entry[0] is message and _same(entry[1], state):
-                    views[i] = entry[2]
-                    counts[i] = entry[3]
-                else:
-                    missing.append((i, state))
+            entries = self._entries
+            if entries:
+                missing = []
+                get = entries.get
+                for i, message in enumerate(messages):
+                    entry = get(id(message))
+                    if entry is not None and entry[0] is message:
+                        saved = entry[1]
+                        if saved is None:
+                            entry = self._confirm(message, entry)
+                            same = entry is not None
+                        else:
+                            state = message if type(message) is dict else message_state(message)
+                            try:
+                                same = bool(saved == state)
+                            except Exception:  # an object whose == raises (an array, say)
+                                same = False
+                        if same:
+                            assert entry is not None
+                            views[i] = entry[2]
+                            counts[i] = entry[3]
+                            continue
+                    missing.append(i)
+            else:
+                missing = range(n)  # nothing remembered: every message is new
         if missing:
-            done: dict[int, tuple[MessageView, int]] = {}
-            for i, _ in missing:
-                message = messages[i]
-                key = id(message)
-                if key not in done:
-                    view = read_message(message, i)
-                    done[key] = (view, int(self.counter(message)))
-                views[i], counts[i] = done[key]
-            self._remember(messages, missing, views, counts, len(done))
+            self._read_new(messages, missing, views, counts)
         return views, counts
 
-    def _remember(
+    def _confirm(self, message: Any, entry: _Entry) -> _Entry | None:
+        """The entry of a message remembered by its parts, with a copy now, if unchanged."""
+        saved = copy_state(message_state(message))  # first: a later edit shows next time
+        if read_plain(message) != (entry[2], entry[4], entry[5]):
+            return None
+        entry = (message, saved, entry[2], entry[3], None, None)
+        self._entries[id(message)] = entry
+        return entry
+
+    def _read_new(
         self,
         messages: Sequence[Any],
-        missing: list[tuple[int, object]],
+        missing: Sequence[int],
         views: list[MessageView],
         counts: list[int],
-        counted: int,
     ) -> None:
+        """Read and count ``messages[i]`` for each ``i`` in ``missing``, and remember them."""
+        counter = self.counter
+        text_tokens = self._text_tokens
+        new: dict[int, _Entry] = {}
+        get = new.get
+        for i in missing:
+            message = messages[i]
+            entry = get(id(message))
+            if entry is None:
+                read = read_plain(message) if text_tokens is not None else None
+                if read is not None:
+                    # A common shape counted from its parts: they stand in for a copy
+                    # until the message is seen again.
+                    assert text_tokens is not None
+                    view, text, extras = read
+                    count = _FRAME_TOKENS + 1 + (text_tokens(text) if text else 0)
+                    if extras is not None:
+                        count += _count_extras(extras, text_tokens)
+                    entry = (message, None, view, count, text, extras)
+                else:
+                    # The copy is taken first: an edit made while this call reads and
+                    # counts shows as a difference next time.
+                    saved = copy_state(message_state(message))
+                    view = read_message(message, i)
+                    entry = (message, saved, view, int(counter(message)), None, None)
+                new[id(message)] = entry
+            views[i] = entry[2]
+            counts[i] = entry[3]
         with self._lock:
-            self.misses += counted
+            self.misses += len(new)
             entries = self._entries
-            for i, state in missing:
-                message = messages[i]
-                entries.pop(id(message), None)  # re-inserted as the newest
-                entries[id(message)] = (message, copy_state(state), views[i], counts[i])
+            for key in entries.keys() & new.keys():
+                del entries[key]  # re-inserted as the newest
+            entries.update(new)
             excess = len(entries) - max(self.max_entries, 2 * len(messages))
             if excess > 0:
                 for key in list(itertools.islice(entries, excess)):
@@ -494,8 +671,15 @@ class TokenCountCache:
             self._entries.clear()
 
 
-def _same(saved: object, state: object) -> bool:
-    try:
-        return bool(saved == state)
-    except Exception:  # an object whose == raises (an array, say) counts as changed
-        return False
+#: A cache entry: ``(message, copy of its state or None, view, count, text, extras)``;
+#: without a copy, ``(view, text, extras)`` is what :func:`read_plain` read.
+_Entry = tuple[Any, object, MessageView, int, "str | None", "PlainExtras | None"]
+
+
+def _text_counter(counter: TokenCounter) -> Callable[[str], int] | None:
+    """The text counter of a built-in message counter, whose counts follow from parts."""
+    if counter is approximate_token_count:
+        return approximate_text_tokens
+    if isinstance(counter, _ExactCounter):
+        return counter.text_tokens
+    return None
