@@ -46,6 +46,7 @@ from .messages import (
     TOOL,
     MessageView,
     PlainExtras,
+    PlainRead,
     copy_state,
     message_parts,
     message_state,
@@ -63,6 +64,7 @@ __all__ = (
     "count_message",
     "exact_token_counter",
     "load_cl100k_base",
+    "read_counted",
     "resolve_token_counter",
 )
 
@@ -113,9 +115,7 @@ def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 
     """
     read = read_plain(message)
     if read is not None:  # the common shapes, read without building MessageParts
-        text, extras = read[1], read[2]
-        total = _FRAME_TOKENS + 1 + (text_tokens(text) if text else 0)
-        return total if extras is None else total + _count_extras(extras, text_tokens)
+        return _count_read(read, text_tokens)
     parts = message_parts(message, index)
     total = _FRAME_TOKENS + parts.media * MEDIA_TOKENS
     total += 1 if parts.role in _KNOWN_ROLES else text_tokens(parts.role)
@@ -130,6 +130,27 @@ def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 
     for ident in parts.tool_result_ids:
         total += text_tokens(ident)
     return total
+
+
+def _count_read(read: PlainRead, text_tokens: Callable[[str], int]) -> int:
+    """:func:`count_message` of a message read by :func:`read_plain` (its role is known)."""
+    text, extras = read[1], read[2]
+    total = _FRAME_TOKENS + 1 + (text_tokens(text) if text else 0)
+    return total if extras is None else total + _count_extras(extras, text_tokens)
+
+
+def read_counted(message: Any, counter: TokenCounter) -> tuple[MessageView, int] | None:
+    """The view and count of ``message`` in one read, or ``None``.
+
+    For a built-in counter (the heuristic, exact counts) and a message of a shape
+    :func:`read_plain` reads; the result equals ``(read_message(message),
+    counter(message))``. ``None`` otherwise: read and count the message apart.
+    """
+    text_tokens = _text_counter(counter)
+    if text_tokens is None:
+        return None
+    read = read_plain(message)
+    return None if read is None else (read[0], _count_read(read, text_tokens))
 
 
 def _count_extras(extras: PlainExtras, text_tokens: Callable[[str], int]) -> int:
@@ -640,11 +661,7 @@ class TokenCountCache:
                     # A common shape counted from its parts: they stand in for a copy
                     # until the message is seen again.
                     assert text_tokens is not None
-                    view, text, extras = read
-                    count = _FRAME_TOKENS + 1 + (text_tokens(text) if text else 0)
-                    if extras is not None:
-                        count += _count_extras(extras, text_tokens)
-                    entry = (message, None, view, count, text, extras)
+                    entry = (message, None, read[0], _count_read(read, text_tokens), *read[1:])
                 else:
                     # The copy is taken first: an edit made while this call reads and
                     # counts shows as a difference next time.

@@ -30,7 +30,7 @@ from .messages import (
     read_message,
     with_content,
 )
-from .tokens import TokenCounter, resolve_token_counter
+from .tokens import TokenCounter, read_counted, resolve_token_counter
 
 __all__ = ("MessageTypeSpec", "trim_messages")
 
@@ -106,6 +106,10 @@ class _Views:
             view = self._views[index] = read_message(self._messages[index], index)
         return view
 
+    def remember(self, index: int, view: MessageView) -> None:
+        """Keep a view read elsewhere (by the counter), equal to what ``read_message`` gives."""
+        self._views[index] = view
+
 
 class _Sizer:
     """Token cost of candidate results.
@@ -134,8 +138,16 @@ class _Sizer:
         count = self._counts.get(index)
         if count is None:
             assert self.per_message is not None
-            self._views[index]  # an unreadable message fails here, naming its index
-            count = self._counts[index] = self.per_message(self._messages[index])
+            message = self._messages[index]
+            # A built-in counter reads the view and the count of a common shape at once.
+            read = read_counted(message, self.per_message)
+            if read is None:
+                self._views[index]  # an unreadable message fails here, naming its index
+                count = self.per_message(message)
+            else:
+                self._views.remember(index, read[0])
+                count = read[1]
+            self._counts[index] = count
         return count
 
     def cost(self, candidate: list[Any]) -> float:
