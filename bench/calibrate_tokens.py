@@ -42,7 +42,7 @@ def solve(rows: list[list[float]], ys: list[float]) -> list[float]:
     """Least squares by the normal equations (Gauss-Jordan); small systems only."""
     k = len(rows[0])
     a = [[sum(r[i] * r[j] for r in rows) for j in range(k)] for i in range(k)]
-    b = [sum(r[i] * y for r, y in zip(rows, ys)) for i in range(k)]
+    b = [sum(r[i] * y for r, y in zip(rows, ys, strict=True)) for i in range(k)]
     for col in range(k):
         pivot = max(range(col, k), key=lambda r: abs(a[r][col]))
         a[col], a[pivot] = a[pivot], a[col]
@@ -50,7 +50,7 @@ def solve(rows: list[list[float]], ys: list[float]) -> list[float]:
         for r in range(k):
             if r != col and a[col][col]:
                 f = a[r][col] / a[col][col]
-                a[r] = [x - f * y for x, y in zip(a[r], a[col])]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col], strict=True)]
                 b[r] -= f * b[col]
     return [b[i] / a[i][i] if a[i][i] else 0.0 for i in range(k)]
 
@@ -62,7 +62,7 @@ def nnls(rows: list[list[float]], ys: list[float]) -> list[float]:
         found = solve([[r[i] for i in active] for r in rows], ys)
         if min(found) >= 0:
             out = [0.0] * len(rows[0])
-            for i, w in zip(active, found):
+            for i, w in zip(active, found, strict=True):
                 out[i] = w
             return out
         active.pop(found.index(min(found)))
@@ -87,7 +87,7 @@ def main() -> None:
         return len(encode(text))
 
     print("fitted weights, hundredths of a token (in use in parentheses):")
-    for (label, name), weight in zip(tokens._COUNTED, fit(exact)):
+    for (label, name), weight in zip(tokens._COUNTED, fit(exact), strict=True):
         print(f"  {name:<24} {weight * 100:6.1f}  ({getattr(tokens, name)})  {label}")
     print("\nwith the weights in use: error per class, and over lines of 20+ characters")
     for half in ("calibration", "holdout"):

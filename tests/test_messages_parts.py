@@ -1,4 +1,4 @@
-"""message_parts (what a message bills for) and message_fingerprint (when it changed)."""
+"""message_parts (what a message bills for), read_plain (its fast path), message states."""
 
 from __future__ import annotations
 
@@ -9,10 +9,23 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
+from langchain_core.messages import (
+    AIMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_to_dict,
+)
 
 from agentstate_reducer.errors import MessageFormatError
-from agentstate_reducer.messages import copy_state, message_parts, message_state
+from agentstate_reducer.messages import (
+    copy_state,
+    message_parts,
+    message_state,
+    read_message,
+    read_plain,
+)
 
 IMAGE = "data:image/png;base64," + "iVBORw0KGgo" * 20_000
 
@@ -315,3 +328,140 @@ def test_a_saved_state_matches_exactly_while_the_arguments_are_unchanged(
     message["tool_calls"][0]["args"] = other
     if other != args:  # (1 == True: such a change is not noticed, and costs no token)
         assert saved != message_state(message)
+
+
+# -- read_plain: the fast path for common shapes ---------------------------------------
+
+
+def _plain_agrees(message: Any) -> None:
+    """read_plain, where it reads a message, gives exactly what the general readers give."""
+    read = read_plain(message)
+    if read is None:
+        return
+    view, text, extras = read
+    parts = message_parts(message)
+    name, call_id, calls = extras or (None, None, ())
+    assert view == read_message(message)
+    assert parts.role in ("human", "ai", "system", "tool", "function")
+    assert parts.texts == ((text,) if text is not None else ())
+    assert (parts.name, parts.tool_call_id, parts.tool_calls) == (name, call_id, calls)
+    assert (parts.media, parts.tool_result_ids) == (0, ())
+    assert extras is None or any(x for x in extras)
+
+
+def _openai_call(ident: Any, name: Any = "f", arguments: Any = '{"q": 1}') -> dict[str, Any]:
+    return {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "user", "content": "hi", "id": "u1"},
+        {"role": "assistant", "content": None},
+        {"role": "system", "content": ""},
+        {"role": "developer", "content": "rules", "name": "ops"},
+        {"role": "tool", "content": "42", "tool_call_id": "c1", "id": 7},
+        {"role": "tool", "content": "42", "tool_call_id": ""},
+        {"role": "assistant", "content": "", "tool_calls": [_openai_call("c1")]},
+        {"role": "assistant", "content": "", "tool_calls": [_openai_call(3), _openai_call(3)]},
+        {"role": "assistant", "tool_calls": [_openai_call(None, None, {"a": [1]})]},
+        {"role": "user", "tool_calls": [_openai_call("c1")]},  # calls billed, none issued
+        {"role": "assistant", "tool_calls": [{"id": "c2", "name": "g", "args": {"x": "é"}}]},
+        {"type": "human", "content": "a LangChain dict"},
+        HumanMessage(content="hi", id="h1", name="ann"),
+        AIMessage(content="", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c1"}]),
+        AIMessage(content="ok", additional_kwargs={"refusal": None}),
+        ToolMessage(content="r", tool_call_id="c1"),
+    ],
+)
+def test_read_plain_reads_common_shapes_as_the_general_readers_do(message: Any) -> None:
+    assert read_plain(message) is not None
+    _plain_agrees(message)
+
+
+class _Computed:
+    """A duck-typed message whose fields are properties."""
+
+    @property
+    def type(self) -> str:
+        return "human"
+
+    content = "hi"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "user", "content": [{"type": "text", "text": "blocks"}]},
+        {"role": "assistant", "content": "", "function_call": {"name": "f", "arguments": ""}},
+        {"role": "assistant", "content": "", "function_call": {}},
+        {"role": "assistant", "content": "", "invalid_tool_calls": [{"name": "f"}]},
+        {"role": "assistant", "tool_calls": ({"id": "c", "name": "f", "args": {}},)},
+        {"role": "assistant", "tool_calls": ["not a dict"]},
+        {"role": "narrator", "content": "an unknown role is billed as text"},
+        {"role": "User", "content": "case folded by the general reader"},
+        {"role": "user", "content": 42},
+        {"role": "user", "content": "x", "name": 5},
+        messages_to_dict([HumanMessage(content="nested")])[0],
+        {"lc": 1, "type": "constructor", "id": ["x", "HumanMessage"], "kwargs": {"content": "x"}},
+        ChatMessage(content="x", role="user"),
+        HumanMessage(content="x", tool_calls=[{"name": "f", "args": {}, "id": "c"}]),
+        AIMessage(content="", additional_kwargs={"tool_calls": [_openai_call("c1")]}),
+        AIMessage(content="", additional_kwargs={"function_call": {"name": "f"}}),
+        _Computed(),
+    ],
+)
+def test_read_plain_leaves_other_shapes_to_the_general_readers(message: Any) -> None:
+    assert read_plain(message) is None
+
+
+_ids = st.none() | st.just("") | st.text(alphabet="ab1", max_size=3) | st.integers(0, 3)
+_strings = st.none() | st.just("") | st.text(alphabet="ab é", max_size=6)
+_calls = st.lists(
+    st.one_of(
+        st.builds(_openai_call, _ids, _strings, _strings | st.dictionaries(st.just("k"), _ids)),
+        st.fixed_dictionaries(
+            {"id": _ids, "name": _strings, "args": st.dictionaries(st.just("k"), _ids)}
+        ),
+    ),
+    max_size=3,
+)
+_dict_messages = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "ai", "tool", "system", "function", "x"])},
+    optional={
+        "content": _strings | st.just([{"type": "text", "text": "t"}]),
+        "id": _ids,
+        "name": _strings,
+        "tool_call_id": _ids,
+        "tool_calls": st.none() | _calls,
+        "invalid_tool_calls": st.none() | st.just([]),
+        "function_call": st.none() | st.just({"name": "f", "arguments": "{}"}),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_dict_messages)
+def test_read_plain_agrees_with_the_general_readers_on_any_dict(message: dict[str, Any]) -> None:
+    _plain_agrees(message)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from([HumanMessage, AIMessage, SystemMessage]),
+    content=st.text(alphabet="ab ", max_size=5),
+    name=st.none() | st.text(alphabet="n", max_size=2),
+    ident=st.none() | st.text(alphabet="i", max_size=2),
+    calls=st.lists(
+        st.fixed_dictionaries({"id": st.text(alphabet="c1", max_size=2), "name": st.just("f"),
+                               "args": st.dictionaries(st.just("k"), st.integers(0, 2))}),
+        max_size=2,
+    ),
+)
+def test_read_plain_agrees_with_the_general_readers_on_langchain_objects(
+    kind: Any, content: str, name: str | None, ident: str | None, calls: list[dict[str, Any]]
+) -> None:
+    extra: dict[str, Any] = {"tool_calls": calls} if kind is AIMessage else {}
+    message = kind(content=content, name=name, id=ident, **extra)
+    assert read_plain(message) is not None
+    _plain_agrees(message)

@@ -419,6 +419,76 @@ def test_heuristic_never_fails_and_grows_with_text(text: str) -> None:
     assert approximate_text_tokens(text + text) >= n
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
+def test_the_byte_sum_path_gives_the_general_estimate(text: str) -> None:
+    # Short ASCII text is summed in C; the general path measures the same counts.
+    general = (tokens._estimate(text, text.encode()) + 50) // 100 or 1
+    assert approximate_text_tokens(text) == (general if text else 0)
+
+
+def test_the_heuristic_counts_words_not_only_letters() -> None:
+    # Short words cost about what long ones do: letters alone would miss that.
+    assert approximate_text_tokens("x " * 40) > 1.5 * approximate_text_tokens("x" * 80)
+    assert approximate_text_tokens("a b c d e f g h") > approximate_text_tokens("abcdefgh")
+
+
+def test_the_language_is_told_in_long_ascii_text_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    dutch = "Wij hebben uw aanvraag ontvangen en nemen binnen drie werkdagen contact op. "
+    texts = (dutch * 4, dutch[:200], "Één keer per week, " + dutch[:100])
+    told = [approximate_text_tokens(text) for text in texts]
+    monkeypatch.setattr(tokens, "_is_foreign", lambda data, punctuation: False)
+    english_rate = [approximate_text_tokens(text) for text in texts]
+    # Long text, or any text with non-ASCII characters, is told; short ASCII is not.
+    assert told[0] > english_rate[0]
+    assert told[1] == english_rate[1]
+    assert told[2] > english_rate[2]
+
+
+_plain_dicts = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool", "system"])},
+    optional={
+        "content": st.none() | st.text(alphabet="ab 1é,", max_size=20),
+        "name": st.none() | st.text(alphabet="n", max_size=2),
+        "tool_call_id": st.none() | st.text(alphabet="c1", max_size=3),
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "id": st.text(alphabet="c1", max_size=2),
+                    "type": st.just("function"),
+                    "function": st.fixed_dictionaries(
+                        {"name": st.text(alphabet="f", max_size=2), "arguments": st.just("{}")}
+                    ),
+                }
+            ),
+            max_size=2,
+        ),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_plain_dicts)
+def test_the_fast_path_bills_what_the_general_rules_bill(message: dict[str, Any]) -> None:
+    fast = count_message(message, _chars), approximate_token_count(message)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokens, "read_plain", lambda message: None)
+        general = count_message(message, _chars), approximate_token_count(message)
+    assert fast == general
+
+
+def test_read_counted_reads_view_and_count_at_once_for_built_in_counters() -> None:
+    from agentstate_reducer.messages import read_message
+    from agentstate_reducer.tokens import read_counted
+
+    message = _tool_only_ai()
+    for counter in (approximate_token_count, exact_token_counter()):
+        assert read_counted(message, counter) == (read_message(message), counter(message))
+    assert read_counted(message, lambda m: 1) is None  # a user's counter counts itself
+    blocks = {"role": "user", "content": [{"type": "text", "text": "x"}]}
+    assert read_counted(blocks, approximate_token_count) is None
+
+
 # -- the count cache ------------------------------------------------------------------
 
 
@@ -641,3 +711,42 @@ def test_token_mode_still_names_the_index_of_an_unreadable_message() -> None:
     reducer = MessageReducer(config=ReducerConfig(max_tokens=60, token_counter="approximate"))
     with pytest.raises(MessageFormatError, match="index 2"):
         reducer.reduce([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, 7])
+
+
+def test_built_in_counters_remember_new_messages_by_their_parts_then_by_a_copy() -> None:
+    cache = TokenCountCache(approximate_token_count)
+    history = _history(3)
+    first = cache.counts(history)
+    assert cache.misses == 3
+    # First sight kept no copy; a message edited before its second sight is counted again.
+    history[1]["content"] = "edited " * 30
+    second = cache.counts(history)
+    assert cache.misses == 4
+    assert second == [approximate_token_count(m) for m in history] != first
+    # Seen again unchanged: remembered, and from now on compared with a copy.
+    assert cache.counts(history) == second
+    assert cache.misses == 4
+    history[2]["content"] = "edited again " * 30
+    assert cache.counts(history)[2] == approximate_token_count(history[2]) > second[2]
+    assert cache.misses == 5
+
+
+@settings(max_examples=100, deadline=None)
+@given(_operations)
+def test_the_cache_is_transparent_with_exact_counts(operations: list[tuple[str, str]]) -> None:
+    counter = exact_token_counter()
+    cache = TokenCountCache(counter, max_entries=4)
+    history: list[dict[str, Any]] = [_tool_only_ai()]
+    for op, text in operations:
+        if op == "append":
+            history.append({"role": "user", "content": text})
+        elif op == "edit" and history:
+            history[-1]["content"] = text
+        elif op == "drop" and history:
+            history.pop(0)
+        elif op == "args":
+            for message in history:
+                if message.get("tool_calls"):
+                    message["tool_calls"][0]["function"]["arguments"] = text
+                    break
+        assert cache.counts(history) == [counter(m) for m in history]

@@ -503,13 +503,14 @@ def read_plain(message: object) -> PlainRead | None:
         get = fields.get
         raw = get("type")
         extra = get("additional_kwargs")
-        if extra:  # LangChain objects built from raw provider output keep calls here
-            if type(extra) is not dict or (
-                extra.get("tool_calls")
-                or extra.get("invalid_tool_calls")
-                or extra.get("function_call") is not None
-            ):
-                return None
+        # LangChain objects built from raw provider output keep calls here.
+        if extra and (
+            type(extra) is not dict
+            or extra.get("tool_calls")
+            or extra.get("invalid_tool_calls")
+            or extra.get("function_call") is not None
+        ):
+            return None
     role = _ALIASES.get(raw) if type(raw) is str else None
     if role is None or get("invalid_tool_calls") or get("function_call") is not None:
         return None

@@ -28,7 +28,6 @@ import hashlib
 import importlib.util
 import itertools
 import logging
-import operator
 import re
 import threading
 import zlib
@@ -211,7 +210,9 @@ def _byte_table(classes: Mapping[bytes, int], default: int) -> bytes:
 _LOWER = bytes(range(ord("a"), ord("z") + 1))
 _UPPER = bytes(range(ord("A"), ord("Z") + 1))
 _DIGITS = b"0123456789"
-_PUNCTUATION = bytes([*range(0x21, 0x30), *range(0x3A, 0x41), *range(0x5B, 0x61), *range(0x7B, 0x7F)])
+_PUNCTUATION = bytes(
+    [*range(0x21, 0x30), *range(0x3A, 0x41), *range(0x5B, 0x61), *range(0x7B, 0x7F)]
+)
 #: Every byte to its class: ``a`` lower case, ``A`` capital, ``0`` digit, ``!``
 #: punctuation, ``\n`` line break, ``~`` part of a non-ASCII character (UTF-8 lead and
 #: continuation bytes), a space for anything else.
@@ -347,8 +348,8 @@ _COUNTED = (
 def _estimate(text: str, data: bytes) -> int:
     """The estimate in hundredths of a token, from :func:`_measure` (any text)."""
     counts, scripts = _measure(text, data)
-    weights = [globals()[name] for _, name in _COUNTED]
-    return sum(map(operator.mul, counts, weights)) + scripts
+    weights: list[int] = [globals()[name] for _, name in _COUNTED]
+    return sum(c * w for c, w in zip(counts, weights, strict=True)) + scripts
 
 
 def approximate_text_tokens(text: str) -> int:
