@@ -552,22 +552,22 @@ def resolve_token_counter(token_counter: Any = None) -> TokenCounter:
 class TokenCountCache:
     """Per-message token counts (and adapter views) remembered across calls, for one counter.
 
-    An entry is keyed by the message object's identity and holds a reference to it
-    (so the identity cannot be reused), its :class:`MessageView`, its count, and what
-    tells whether it changed since:
+    Each message seen is remembered by its identity, with a reference to it (so the
+    identity cannot be reused), its :class:`MessageView`, its count, and what tells
+    whether it changed since:
 
-    * a :func:`copy_state` of the message. A lookup compares it with the live message:
+    * a :func:`copy_state` of it. A lookup compares the copy with the live message:
       one C-level ``==`` that shares every string, so an unchanged message costs no
       copy, no read and no tokenization, while a message edited in place (however
       deep) or replaced by another object under the same id is read and counted again;
-    * or, for a message of a common shape (:func:`read_plain`) counted by a built-in
-      counter, whose count follows from those parts alone: the parts read. Taking no
-      copy keeps the first sight of a message cheap (a fresh reducer reads a long
-      history once). The next lookup reads the parts again and compares them; if
-      they are unchanged it takes the copy then, and compares copies from then on.
+    * or nothing yet, for a message of a common shape (:func:`read_plain`) counted by a
+      built-in counter: its first sight takes no copy, which keeps a fresh reducer
+      reading a long history cheap. The next lookup reads and counts it again (no
+      tokenizer needed for the heuristic); if its view and count are unchanged they
+      stand, and the copy is taken then, to be compared from then on.
 
-    Memory is bounded: past ``max(max_entries, 2 * len(messages))`` entries the oldest
-    are dropped (a message still in use is then counted once more). Thread-safe; the
+    Memory is bounded: past ``max(max_entries, 2 * len(messages))`` messages the oldest
+    are forgotten (a message still in use is then counted once more). Thread-safe; the
     counter runs outside the lock, at most once per distinct message per call.
 
     The counter must depend only on a message's content.
@@ -577,16 +577,21 @@ class TokenCountCache:
         self.counter = counter
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        #: ``id(message) -> (message, copy of its state or None, view, count, plain parts
-        #: or None)``, oldest first; a copy is None only while the parts stand in for it.
-        self._entries: dict[int, _Entry] = {}
-        #: Messages sent to :attr:`counter` so far (for benchmarks and tests).
+        #: ``id(message) -> slot`` in the four lists below, oldest first. Slots rather
+        #: than a tuple per message: a long history adds no object to track but its view.
+        self._slots: dict[int, int] = {}
+        self._messages: list[Any] = []
+        #: A copy of each message's state, or ``None`` until its second sight.
+        self._saved: list[object] = []
+        self._views: list[MessageView | None] = []
+        self._counts: list[int] = []
+        #: Messages read and counted so far (for benchmarks and tests).
         self.misses = 0
         #: The counter's text counter when it is a built-in one (counts follow from parts).
         self._text_tokens = _text_counter(counter)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._slots)
 
     def counts(self, messages: Sequence[Any]) -> list[int]:
         """Token counts of ``messages``, in order, counting only what is not remembered."""
@@ -603,17 +608,17 @@ class TokenCountCache:
         counts: list[int] = [0] * n
         missing: Sequence[int]
         with self._lock:
-            entries = self._entries
-            if entries:
+            if self._slots:
                 missing = []
-                get = entries.get
+                get = self._slots.get
+                held, copies = self._messages, self._saved
+                known, numbers = self._views, self._counts
                 for i, message in enumerate(messages):
-                    entry = get(id(message))
-                    if entry is not None and entry[0] is message:
-                        saved = entry[1]
+                    slot = get(id(message))
+                    if slot is not None and held[slot] is message:
+                        saved = copies[slot]
                         if saved is None:
-                            entry = self._confirm(message, entry)
-                            same = entry is not None
+                            same = self._confirm(message, slot)
                         else:
                             state = message if type(message) is dict else message_state(message)
                             try:
@@ -621,9 +626,8 @@ class TokenCountCache:
                             except Exception:  # an object whose == raises (an array, say)
                                 same = False
                         if same:
-                            assert entry is not None
-                            views[i] = entry[2]
-                            counts[i] = entry[3]
+                            views[i] = known[slot]
+                            counts[i] = numbers[slot]
                             continue
                     missing.append(i)
             else:
@@ -632,14 +636,21 @@ class TokenCountCache:
             self._read_new(messages, missing, views, counts)
         return views, counts
 
-    def _confirm(self, message: Any, entry: _Entry) -> _Entry | None:
-        """The entry of a message remembered by its parts, with a copy now, if unchanged."""
-        saved = copy_state(message_state(message))  # first: a later edit shows next time
-        if read_plain(message) != (entry[2], entry[4], entry[5]):
-            return None
-        entry = (message, saved, entry[2], entry[3], None, None)
-        self._entries[id(message)] = entry
-        return entry
+    def _confirm(self, message: Any, slot: int) -> bool:
+        """Whether a message seen once, without a copy, still reads and counts the same.
+
+        If so, its copy is taken now (before it is read again, so that an edit made
+        meanwhile shows next time).
+        """
+        saved = copy_state(message_state(message))
+        read = read_plain(message)
+        if read is None or read[0] != self._views[slot]:
+            return False
+        assert self._text_tokens is not None
+        if _count_read(read, self._text_tokens) != self._counts[slot]:
+            return False
+        self._saved[slot] = saved
+        return True
 
     def _read_new(
         self,
@@ -649,49 +660,90 @@ class TokenCountCache:
         counts: list[int],
     ) -> None:
         """Read and count ``messages[i]`` for each ``i`` in ``missing``, and remember them."""
-        counter = self.counter
+        every = len(missing) == len(messages)
+        batch = list(messages) if every else [messages[i] for i in missing]
+        m = len(batch)
+        new_views: list[Any] = [None] * m
+        new_counts = [0] * m
+        new_saved: list[object] = [None] * m
         text_tokens = self._text_tokens
-        new: dict[int, _Entry] = {}
-        get = new.get
-        for i in missing:
-            message = messages[i]
-            entry = get(id(message))
-            if entry is None:
-                read = read_plain(message) if text_tokens is not None else None
-                if read is not None:
-                    # A common shape counted from its parts: they stand in for a copy
-                    # until the message is seen again.
-                    assert text_tokens is not None
-                    entry = (message, None, read[0], _count_read(read, text_tokens), *read[1:])
-                else:
-                    # The copy is taken first: an edit made while this call reads and
-                    # counts shows as a difference next time.
-                    saved = copy_state(message_state(message))
-                    view = read_message(message, i)
-                    entry = (message, saved, view, int(counter(message)), None, None)
-                new[id(message)] = entry
-            views[i] = entry[2]
-            counts[i] = entry[3]
+        counter = self.counter
+        first: dict[int, int] = {}  # the copy path counts each distinct message once
+        for k, message in enumerate(batch):
+            read = read_plain(message) if text_tokens is not None else None
+            if read is not None:
+                assert text_tokens is not None
+                new_views[k] = read[0]
+                new_counts[k] = _count_read(read, text_tokens)
+                continue
+            j = first.setdefault(id(message), k)
+            if j != k:  # the same object earlier in this call
+                new_views[k], new_counts[k] = new_views[j], new_counts[j]
+                new_saved[k] = new_saved[j]
+                continue
+            # The copy is taken first: an edit made while this call reads and counts
+            # shows as a difference next time.
+            new_saved[k] = copy_state(message_state(message))
+            new_views[k] = read_message(message, missing[k])
+            new_counts[k] = int(counter(message))
+        if every:
+            views[:] = new_views
+            counts[:] = new_counts
+        else:
+            for k, i in enumerate(missing):
+                views[i] = new_views[k]
+                counts[i] = new_counts[k]
+        self._remember(batch, new_saved, new_views, new_counts, len(messages))
+
+    def _remember(
+        self,
+        batch: list[Any],
+        saved: list[object],
+        views: list[MessageView],
+        counts: list[int],
+        size: int,
+    ) -> None:
+        keys = list(map(id, batch))
         with self._lock:
-            self.misses += len(new)
-            entries = self._entries
-            for key in entries.keys() & new.keys():
-                del entries[key]  # re-inserted as the newest
-            entries.update(new)
-            excess = len(entries) - max(self.max_entries, 2 * len(messages))
+            slots = self._slots
+            if slots:
+                for key in slots.keys() & keys:
+                    del slots[key]  # remembered anew, as the newest
+            before = len(slots)
+            base = len(self._messages)
+            self._messages += batch
+            self._saved += saved
+            self._views += views
+            self._counts += counts
+            slots.update(zip(keys, range(base, base + len(batch)), strict=True))
+            self.misses += len(slots) - before  # distinct messages read
+            excess = len(slots) - max(self.max_entries, 2 * size)
             if excess > 0:
-                for key in list(itertools.islice(entries, excess)):
-                    del entries[key]
+                for key in list(itertools.islice(slots, excess)):
+                    self._forget(slots.pop(key))
+            if len(self._messages) > 2 * len(slots) + 1024:
+                self._compact()
+
+    def _forget(self, slot: int) -> None:
+        self._messages[slot] = self._saved[slot] = self._views[slot] = None
+
+    def _compact(self) -> None:
+        """Drop the slots no message uses any more (keeps the lists within 2x the live)."""
+        order = list(self._slots.values())
+        self._messages = [self._messages[s] for s in order]
+        self._saved = [self._saved[s] for s in order]
+        self._views = [self._views[s] for s in order]
+        self._counts = [self._counts[s] for s in order]
+        self._slots = dict(zip(self._slots, range(len(order)), strict=True))
 
     def clear(self) -> None:
         """Forget everything remembered."""
         with self._lock:
-            self._entries.clear()
-
-
-#: A cache entry: ``(message, copy of its state or None, view, count, text, extras)``;
-#: without a copy, ``(view, text, extras)`` is what :func:`read_plain` read.
-_Entry = tuple[Any, object, MessageView, int, "str | None", "PlainExtras | None"]
+            self._slots.clear()
+            self._messages.clear()
+            self._saved.clear()
+            self._views.clear()
+            self._counts.clear()
 
 
 def _text_counter(counter: TokenCounter) -> Callable[[str], int] | None:
