@@ -560,11 +560,14 @@ class TokenCountCache:
       one C-level ``==`` that shares every string, so an unchanged message costs no
       copy, no read and no tokenization, while a message edited in place (however
       deep) or replaced by another object under the same id is read and counted again;
-    * or nothing yet, for a message of a common shape (:func:`read_plain`) counted by a
-      built-in counter: its first sight takes no copy, which keeps a fresh reducer
-      reading a long history cheap. The next lookup reads and counts it again (no
-      tokenizer needed for the heuristic); if its view and count are unchanged they
-      stand, and the copy is taken then, to be compared from then on.
+    * or nothing yet, for a message of a common shape (:func:`read_plain`) counted by
+      the heuristic: its first sight takes no copy, which keeps a fresh reducer reading
+      a long history cheap. The next lookup reads and counts it again (cheap without a
+      tokenizer); if its view and count are unchanged they stand, and the copy is taken
+      then, to be compared from then on.
+
+    A built-in counter (the heuristic, exact counts) reads a message of a common shape
+    once for both its view and its count.
 
     Memory is bounded: past ``max(max_entries, 2 * len(messages))`` messages the oldest
     are forgotten (a message still in use is then counted once more). Thread-safe; the
@@ -589,6 +592,9 @@ class TokenCountCache:
         self.misses = 0
         #: The counter's text counter when it is a built-in one (counts follow from parts).
         self._text_tokens = _text_counter(counter)
+        #: Whether a message of a common shape is first remembered without a copy: when
+        #: counting it again to confirm it is cheap (the heuristic, not a tokenizer).
+        self._defer_copies = counter is approximate_token_count
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -667,15 +673,16 @@ class TokenCountCache:
         new_counts = [0] * m
         new_saved: list[object] = [None] * m
         text_tokens = self._text_tokens
+        defer = self._defer_copies
         counter = self.counter
-        first: dict[int, int] = {}  # the copy path counts each distinct message once
+        first: dict[int, int] = {}  # the counter runs once per distinct message
         for k, message in enumerate(batch):
-            read = read_plain(message) if text_tokens is not None else None
-            if read is not None:
-                assert text_tokens is not None
-                new_views[k] = read[0]
-                new_counts[k] = _count_read(read, text_tokens)
-                continue
+            if defer:
+                read = read_plain(message)
+                if read is not None:  # remembered without a copy until its second sight
+                    new_views[k] = read[0]
+                    new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
+                    continue
             j = first.setdefault(id(message), k)
             if j != k:  # the same object earlier in this call
                 new_views[k], new_counts[k] = new_views[j], new_counts[j]
@@ -684,8 +691,13 @@ class TokenCountCache:
             # The copy is taken first: an edit made while this call reads and counts
             # shows as a difference next time.
             new_saved[k] = copy_state(message_state(message))
-            new_views[k] = read_message(message, missing[k])
-            new_counts[k] = int(counter(message))
+            read = read_plain(message) if text_tokens is not None else None
+            if read is not None:  # a built-in counter: view and count in one read
+                new_views[k] = read[0]
+                new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
+            else:
+                new_views[k] = read_message(message, missing[k])
+                new_counts[k] = int(counter(message))
         if every:
             views[:] = new_views
             counts[:] = new_counts
