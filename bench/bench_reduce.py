@@ -1,7 +1,9 @@
 """One reduce() over a 10,000-message history with tool-call turns, in count and token mode.
 
 Prints milliseconds per call (best of several runs) and the scaling from 2,500 to
-10,000 messages, which stays near 4x for a linear-time reduce.
+10,000 messages, which stays near 4x for a linear-time reduce; then where a token-mode
+reduce of 10,000 messages spends its time: the counting stage (views and token counts,
+``TokenCountCache.read`` on a fresh cache), the pure plan, and the rest.
 
     python bench/bench_reduce.py
 """
@@ -14,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.plan import make_plan
+from agentstate_reducer.tokens import TokenCountCache, resolve_token_counter
 
 
 def history(n: int) -> list[dict[str, Any]]:
@@ -70,6 +74,20 @@ def main() -> None:
         print(
             f"{name:<11} scaling 2,500 -> 10,000: x{times[10_000] / times[2_500]:.2f} (linear: x4)"
         )
+    breakdown(modes["token mode"](10_000), history(10_000))
+
+
+def breakdown(config: ReducerConfig, msgs: list[dict[str, Any]]) -> None:
+    counter = resolve_token_counter(config.token_counter)
+    views, counts = TokenCountCache(counter).read(msgs)
+    total = best_ms(lambda: MessageReducer(config=config).reduce(msgs))
+    stage = best_ms(lambda: TokenCountCache(counter).read(msgs))
+    plan = best_ms(lambda: make_plan(views, config, counts))
+    print(
+        f"token mode 10,000, best of 7 each: reduce {total:.2f} ms = counting stage "
+        f"{stage:.2f} ms (views + counts, fresh cache) + plan {plan:.2f} ms "
+        f"+ the rest {total - stage - plan:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Run: ``make bench`` (or ``.venv/bin/python bench/bench_tokens.py [--quick]``).
 
 1. Accuracy: the character heuristic against exact cl100k_base counts on the corpus in
    ``tests/fixtures/token_corpus`` (calibration and holdout halves), per class.
-2. Incremental counting: a LangGraph-style append loop (one ``reduce`` per state
+2. Speed of one count: a 100-character ASCII text, and a message carrying it as a dict
+   and as a LangChain message object, with the heuristic and with exact counts.
+3. Incremental counting: a LangGraph-style append loop (one ``reduce`` per state
    update, one new message each) in token mode with the exact counter, with the kept
    history held near 100, 1,000 and 5,000 messages. It reports the cost per call of
    the whole ``reduce`` and of its counting stage (``TokenCountCache.read``: views and
@@ -20,6 +22,7 @@ import json
 import statistics
 import sys
 import time
+import timeit
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer.tokens import (
     TokenCountCache,
     approximate_text_tokens,
+    approximate_token_count,
     exact_token_counter,
     load_cl100k_base,
 )
@@ -56,6 +60,36 @@ def accuracy() -> None:
             print(f"{half:<12}{path.stem:<10}{len(text):>7}{e:>7}{h:>7}{(h - e) / e:>+9.1%}")
         error = (total_heur - total_exact) / total_exact
         print(f"{half:<12}{'TOTAL':<10}{'':>7}{total_exact:>7}{total_heur:>7}{error:>+9.1%}")
+    print()
+
+
+def speed() -> None:
+    from langchain_core.messages import HumanMessage
+
+    text = (_SENTENCE[:96] + " ok.")[:100]
+    message = {"role": "user", "content": text, "id": "m1"}
+    human = HumanMessage(content=text, id="m1")
+    exact = exact_token_counter()
+    encode = load_cl100k_base().encode_ordinary
+    subjects: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
+        (
+            "100-character ASCII text",
+            lambda: approximate_text_tokens(text),
+            lambda: len(encode(text)),
+        ),
+        ("dict message with it", lambda: approximate_token_count(message), lambda: exact(message)),
+        (
+            "LangChain HumanMessage with it",
+            lambda: approximate_token_count(human),
+            lambda: exact(human),
+        ),
+    ]
+    print("One count, best of 7 x 20,000 calls, microseconds per call")
+    print(f"{'subject':<32}{'heuristic':>11}{'exact':>9}")
+    for label, heuristic, exactly in subjects:
+        h = min(timeit.repeat(heuristic, number=20_000, repeat=7)) / 20_000 * 1e6
+        e = min(timeit.repeat(exactly, number=20_000, repeat=7)) / 20_000 * 1e6
+        print(f"{label:<32}{h:>9.2f}us{e:>7.2f}us")
     print()
 
 
@@ -160,6 +194,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 steps instead of 2,000")
     args = parser.parse_args()
     accuracy()
+    speed()
     incremental(args.quick)
 
 
