@@ -427,6 +427,11 @@ def test_the_byte_sum_path_gives_the_general_estimate(text: str) -> None:
     assert approximate_text_tokens(text) == (general if text else 0)
 
 
+def test_lone_surrogates_are_estimated_not_refused() -> None:
+    assert approximate_text_tokens("\ud800abc") >= 2
+    assert approximate_token_count({"role": "user", "content": "\udfff x"}) > 4
+
+
 def test_the_heuristic_counts_words_not_only_letters() -> None:
     # Short words cost about what long ones do: letters alone would miss that.
     assert approximate_text_tokens("x " * 40) > 1.5 * approximate_text_tokens("x" * 80)
