@@ -1,17 +1,19 @@
 """Re-derive the heuristic's ASCII weights from the calibration corpus (least squares).
 
-Fits, by non-negative least squares over the lines of
-``tests/fixtures/token_corpus/calibration`` (paragraphs for code and JSON), the weights
-``approximate_text_tokens`` gives to the character counts it measures, with the
-per-script weights of non-ASCII characters held as they are. Prints the fitted weights
-(in hundredths of a token, next to the ones in use), then the error per class on both
-halves and over single lines with the weights in use. Needs the ``tokens`` extra.
+Fits, by non-negative least squares over the lines and paragraphs of
+``tests/fixtures/token_corpus/calibration`` (its JSON also pretty-printed), the weights
+``approximate_text_tokens`` gives to the character counts it measures. Held as they are:
+a token per run and per chunk of a long run (how cl100k cuts text), and the per-script
+weights of non-ASCII characters. Prints the fitted weights (in hundredths of a token,
+next to the ones in use), then the error per class on both halves and over single lines
+with the weights in use. Needs the ``tokens`` extra.
 
     python bench/calibrate_tokens.py
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -29,13 +31,31 @@ def measure(text: str) -> tuple[tuple[int, ...], float]:
 
 
 def samples(half: str) -> list[tuple[str, str]]:
-    """``(class, text)`` per line (per paragraph for code and JSON) of 20 characters or more."""
+    """``(class, text)`` per line of 20 characters or more, and per paragraph of several lines.
+
+    Each JSON value of the half also comes pretty-printed, as ``json.dumps`` writes tool
+    results by default (a space after ``:`` and ``,``), which the corpus lacks.
+    """
     out = []
     for path in sorted((CORPUS / half).glob("*.txt")):
         text = path.read_text(encoding="utf-8")
         parts = text.split("\n\n") if path.stem in ("code", "json") else text.splitlines()
         out += [(path.stem, part) for part in parts if len(part) >= 20]
+        if path.stem not in ("code", "json"):  # and whole paragraphs, for the line breaks
+            out += [(path.stem, part) for part in text.split("\n\n") if "\n" in part.strip()]
+        if path.stem == "json":
+            out += [("json, pretty", json.dumps(value)) for value in _json_values(text)]
     return out
+
+
+def _json_values(text: str) -> list[object]:
+    values = []
+    for line in text.splitlines():
+        try:
+            values.append(json.loads(line))
+        except ValueError:
+            continue  # a value spread over several lines
+    return values
 
 
 def solve(rows: list[list[float]], ys: list[float]) -> list[float]:
@@ -68,16 +88,26 @@ def nnls(rows: list[list[float]], ys: list[float]) -> list[float]:
         active.pop(found.index(min(found)))
 
 
+#: Weights held as they are: a token per run (as cl100k cuts text before it merges), and
+#: per further chunk of a long run of letters.
+HELD = ("_RUN_WEIGHT", "_LONG_RUN_WEIGHT")
+
+
 def fit(exact: Callable[[str], int]) -> list[float]:
+    """The weights of :data:`tokens._COUNTED` (in tokens), the held ones as they are."""
+    names = [name for _, name in tokens._COUNTED]
+    free = [i for i, name in enumerate(names) if name not in HELD]
+    held = {i: getattr(tokens, names[i]) / 100 for i in range(len(names)) if i not in free}
     rows, ys = [], []
     for _, text in samples("calibration"):
         counts, scripts = measure(text)
         n = exact(text)
-        if any(counts):
-            scale = n**-0.5  # relative errors, softened so long lines still count more
-            rows.append([c * scale for c in counts])
-            ys.append((n - scripts) * scale)
-    return nnls(rows, ys)
+        scale = n**-0.5  # relative errors, softened so long lines still count more
+        rows.append([counts[i] * scale for i in free])
+        ys.append((n - scripts - sum(counts[i] * w for i, w in held.items())) * scale)
+    weights = dict(held)
+    weights.update(zip(free, nnls(rows, ys), strict=True))
+    return [weights[i] for i in range(len(names))]
 
 
 def main() -> None:

@@ -167,30 +167,30 @@ def _count_extras(extras: PlainExtras, text_tokens: Callable[[str], int]) -> int
 
 # -- the heuristic --------------------------------------------------------------------
 
-# The estimate is a weighted sum of character counts. The ASCII weights were set by least
-# squares against exact cl100k_base counts of the lines of
-# tests/fixtures/token_corpus/calibration (bench/calibrate_tokens.py re-derives them) and
-# checked on .../holdout (docs/tokens.md has the table). Each ASCII byte has its own
-# weight, so short ASCII text, the commonest, costs one translate and one C-level byte
-# sum, never a regex: cl100k spends about a token per common English word (four
-# letters), more on capitals, digits and punctuation, and on prose in other languages;
-# about one per CJK / kana / Hangul / Indic character and two to three per emoji.
-# Weights are in hundredths of a token, so that every path sums the same integers.
+# cl100k_base first cuts text into pieces (a run of letters with the space or mark before
+# it, up to three digits, a run of punctuation) and then merges each piece into tokens;
+# a common English word is one token. So the estimate is a token per run of ASCII
+# letters, of digits or of punctuation, plus what splits a run further: capitals
+# (acronyms, CamelCase, base64), digits (numbers go in groups of three) and, in prose in
+# another language, its letters; and per character for other scripts. The ASCII weights
+# are set against exact counts of tests/fixtures/token_corpus/calibration
+# (bench/calibrate_tokens.py fits them again) and checked on .../holdout (docs/tokens.md
+# has the table). ASCII is measured with C-level operations on bytes only, never a regex:
+# the runs by one translate into class bits and big-integer arithmetic, the rest by one
+# translate into weights and a byte sum. Weights are in hundredths of a token, so that
+# every path sums the same integers.
 
-#: Per ASCII letter in English, and in prose in another language (fewer than 8% common
-#: English words), which cl100k (trained mostly on English) splits into more pieces.
-_LETTER_WEIGHT = 15
-_FOREIGN_LETTER_WEIGHT = 24
-#: Per word (run of ASCII letters): a short word costs about what a long one does.
-_WORD_WEIGHT = 42
-#: Extra per capital letter (acronyms, CamelCase and base64 split into short pieces).
-_UPPER_WEIGHT = 57
-#: Per digit (cl100k splits numbers into groups of three, and keeps the space before a
-#: number apart).
-_DIGIT_WEIGHT = 57
-#: Per ASCII punctuation character, and per line break (with the indentation after it).
-_PUNCTUATION_WEIGHT = 36
-_NEWLINE_WEIGHT = 72
+#: Per run of ASCII letters, of digits or of punctuation; and per each further
+#: :data:`_LONG_RUN` letters of a run of letters (``x`` * 400 is 50 tokens, not one).
+_RUN_WEIGHT = 100
+_LONG_RUN_WEIGHT = 100
+_LONG_RUN = 9
+#: Extra per capital letter, and per digit.
+_UPPER_WEIGHT = 23
+_DIGIT_WEIGHT = 29
+#: Extra per ASCII letter in prose in another language (fewer than 8% common English
+#: words), which cl100k, trained mostly on English, splits into more pieces.
+_FOREIGN_LETTER_WEIGHT = 8
 #: The language is told only in prose of at least this many words, and in ASCII text
 #: only from this many characters on: shorter ASCII text is costed at the English rate,
 #: since telling the language apart would cost more than counting such a text.
@@ -213,36 +213,32 @@ _DIGITS = b"0123456789"
 _PUNCTUATION = bytes(
     [*range(0x21, 0x30), *range(0x3A, 0x41), *range(0x5B, 0x61), *range(0x7B, 0x7F)]
 )
-#: Every byte to its class: ``a`` lower case, ``A`` capital, ``0`` digit, ``!``
-#: punctuation, ``\n`` line break, ``~`` part of a non-ASCII character (UTF-8 lead and
-#: continuation bytes), a space for anything else.
+#: Every byte to one bit per kind of run: letters 1, digits 2, punctuation 4, else 0.
+#: Read as a little-endian integer ``x``, the bits set in a byte but not in the byte
+#: before, ``x & ~(x << 8)``, are the starts of runs.
+_RUN_BITS = _byte_table({_LOWER: 1, _UPPER: 1, _DIGITS: 2, _PUNCTUATION: 4}, 0)
+#: :data:`_LONG_RUN` letters in a row, as :data:`_RUN_BITS` has them.
+_LONG_LETTERS = b"\x01" * _LONG_RUN
+#: Every byte to its class: ``a`` letter, ``A`` capital, ``0`` digit, ``!`` punctuation,
+#: ``~`` part of a non-ASCII character (UTF-8 lead and continuation bytes), else a space.
 _CLASSES = _byte_table(
-    {_LOWER: 97, _UPPER: 65, _DIGITS: 48, _PUNCTUATION: 33, b"\n": 10, bytes(range(128, 256)): 126},
-    32,
+    {_LOWER: 97, _UPPER: 65, _DIGITS: 48, _PUNCTUATION: 33, bytes(range(128, 256)): 126}, 32
 )
 #: Letters to lower case, anything else to a space: ``split()`` gives the words.
 _WORDS = bytes(b | 32 if b in _UPPER or b in _LOWER else 32 for b in range(256))
 
 
 def _byte_weights() -> bytes:
-    """Every byte to its weight in English text (0 for spaces, controls and non-ASCII)."""
-    weights = {
-        _LOWER: _LETTER_WEIGHT,
-        _UPPER: _LETTER_WEIGHT + _UPPER_WEIGHT,
-        _DIGITS: _DIGIT_WEIGHT,
-        _PUNCTUATION: _PUNCTUATION_WEIGHT,
-        b"\n": _NEWLINE_WEIGHT,
-    }
+    """Every byte to its extra weight in English text: capitals and digits."""
+    weights = {_UPPER: _UPPER_WEIGHT, _DIGITS: _DIGIT_WEIGHT}
     # The byte sum of a short text must stay below adler32's modulus.
     assert max(weights.values()) * _MIN_CHARS_FOR_LANGUAGE < 65521
     return _byte_table(weights, 0)
 
 
 _BYTE_WEIGHTS = _byte_weights()
-#: ``bytes.title()`` capitalises the first letter of every run of ASCII letters: through
-#: this table, a byte sum of the title-cased text weighs the words.
-_WORD_STARTS = _byte_table({_UPPER: _WORD_WEIGHT}, 0)
 _adler32 = zlib.adler32
+_from_bytes = int.from_bytes
 
 #: Common English words: prose where fewer than 8% of the words are one of these is in
 #: another language.
@@ -286,6 +282,16 @@ _SCRIPT_PIECES = tuple(
 _OTHER_WEIGHT = 100
 
 
+def _runs(data: bytes) -> tuple[int, int]:
+    """Runs of ASCII letters, of digits and of punctuation in ``data``, and long-run chunks.
+
+    The chunks are ``sum(len(run) // _LONG_RUN)`` over the runs of letters.
+    """
+    kinds = data.translate(_RUN_BITS)
+    bits = _from_bytes(kinds, "little")
+    return (bits & ~(bits << 8)).bit_count(), kinds.count(_LONG_LETTERS)
+
+
 def _is_foreign(data: bytes, punctuation: int) -> bool:
     """Prose (8 words or more, few punctuation marks) with fewer than 8% common English words."""
     words = data.translate(_WORDS).split()
@@ -301,25 +307,15 @@ def _measure(text: str, data: bytes) -> tuple[tuple[int, ...], int]:
     ``data`` is ``text`` in UTF-8. The non-ASCII part is in hundredths of a token.
     """
     classes = data.translate(_CLASSES)
-    letters = classes.count(b"a")
     upper = classes.count(b"A")
-    letters += upper
-    punctuation = classes.count(b"!")
+    letters = classes.count(b"a") + upper
     ascii_only = len(data) == len(text)
     foreign = (
         (not ascii_only or len(data) >= _MIN_CHARS_FOR_LANGUAGE)
         and letters >= _MIN_WORDS_FOR_LANGUAGE
-        and _is_foreign(data, punctuation)
+        and _is_foreign(data, classes.count(b"!"))
     )
-    counts = (
-        0 if foreign else letters,
-        letters if foreign else 0,
-        data.title().translate(_CLASSES).count(b"A"),
-        upper,
-        classes.count(b"0"),
-        punctuation,
-        classes.count(b"\n"),
-    )
+    counts = (*_runs(data), upper, classes.count(b"0"), letters if foreign else 0)
     if ascii_only:
         return counts, 0
     # Non-ASCII characters: all characters less the ASCII bytes.
@@ -335,13 +331,11 @@ def _measure(text: str, data: bytes) -> tuple[tuple[int, ...], int]:
 
 #: What :func:`_measure` counts, with the name of each weight.
 _COUNTED = (
-    ("english letters", "_LETTER_WEIGHT"),
-    ("foreign letters", "_FOREIGN_LETTER_WEIGHT"),
-    ("words", "_WORD_WEIGHT"),
+    ("runs", "_RUN_WEIGHT"),
+    ("long-run chunks", "_LONG_RUN_WEIGHT"),
     ("capitals", "_UPPER_WEIGHT"),
     ("digits", "_DIGIT_WEIGHT"),
-    ("punctuation", "_PUNCTUATION_WEIGHT"),
-    ("line breaks", "_NEWLINE_WEIGHT"),
+    ("letters of foreign prose", "_FOREIGN_LETTER_WEIGHT"),
 )
 
 
@@ -357,15 +351,15 @@ def approximate_text_tokens(text: str) -> int:
     if not text:
         return 0
     if len(text) < _MIN_CHARS_FOR_LANGUAGE and text.isascii():
-        # Short ASCII text, the commonest: the English rate, and the weighted sums in two
-        # C-level passes, characters and words (adler32's low half is 1 + the byte sum,
-        # which stays below its modulus here). Halves round up; any text costs at least
-        # one token.
+        # Short ASCII text, the commonest, at the English rate: the runs, then capitals and
+        # digits as one C-level byte sum (adler32's low half is 1 + the sum, which stays
+        # below its modulus here; + 49 then rounds halves up). At least one token.
         data = text.encode()
-        # Each low half is 1 + its sum; 48 = 50 (to round halves up) - 2.
-        total = (_adler32(data.translate(_BYTE_WEIGHTS)) & 0xFFFF) + 48
-        total += _adler32(data.title().translate(_WORD_STARTS)) & 0xFFFF
-        return total // 100 or 1
+        kinds = data.translate(_RUN_BITS)
+        bits = _from_bytes(kinds, "little")
+        total = (bits & ~(bits << 8)).bit_count() * _RUN_WEIGHT + 49
+        total += kinds.count(_LONG_LETTERS) * _LONG_RUN_WEIGHT
+        return (total + (_adler32(data.translate(_BYTE_WEIGHTS)) & 0xFFFF)) // 100 or 1
     try:
         data = text.encode()
     except UnicodeEncodeError:  # lone surrogates
