@@ -427,6 +427,15 @@ def test_the_byte_sum_path_gives_the_general_estimate(text: str) -> None:
     assert approximate_text_tokens(text) == (general if text else 0)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ09 .,-\n\té中", max_size=60))
+def test_runs_are_counted_as_the_regex_would(text: str) -> None:
+    data = text.encode()
+    letters = re.findall(r"[A-Za-z]+", text)
+    runs = letters + re.findall(r"[0-9]+|[!-/:-@\[-`{-~]+", text)
+    assert tokens._runs(data) == (len(runs), sum(len(run) // tokens._LONG_RUN for run in letters))
+
+
 def test_lone_surrogates_are_estimated_not_refused() -> None:
     assert approximate_text_tokens("\ud800abc") >= 2
     assert approximate_token_count({"role": "user", "content": "\udfff x"}) > 4

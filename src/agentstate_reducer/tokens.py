@@ -214,8 +214,8 @@ _PUNCTUATION = bytes(
     [*range(0x21, 0x30), *range(0x3A, 0x41), *range(0x5B, 0x61), *range(0x7B, 0x7F)]
 )
 #: Every byte to one bit per kind of run: letters 1, digits 2, punctuation 4, else 0.
-#: Read as a little-endian integer ``x``, the bits set in a byte but not in the byte
-#: before, ``x & ~(x << 8)``, are the starts of runs.
+#: Read as a little-endian integer ``x``, ``x ^ (x << 8)`` has a bit set where a run
+#: starts and where one ends, so half its set bits count the runs.
 _RUN_BITS = _byte_table({_LOWER: 1, _UPPER: 1, _DIGITS: 2, _PUNCTUATION: 4}, 0)
 #: :data:`_LONG_RUN` letters in a row, as :data:`_RUN_BITS` has them.
 _LONG_LETTERS = b"\x01" * _LONG_RUN
@@ -289,7 +289,7 @@ def _runs(data: bytes) -> tuple[int, int]:
     """
     kinds = data.translate(_RUN_BITS)
     bits = _from_bytes(kinds, "little")
-    return (bits & ~(bits << 8)).bit_count(), kinds.count(_LONG_LETTERS)
+    return (bits ^ (bits << 8)).bit_count() >> 1, kinds.count(_LONG_LETTERS)
 
 
 def _is_foreign(data: bytes, punctuation: int) -> bool:
@@ -357,7 +357,7 @@ def approximate_text_tokens(text: str) -> int:
         data = text.encode()
         kinds = data.translate(_RUN_BITS)
         bits = _from_bytes(kinds, "little")
-        total = (bits & ~(bits << 8)).bit_count() * _RUN_WEIGHT + 49
+        total = ((bits ^ (bits << 8)).bit_count() >> 1) * _RUN_WEIGHT + 49
         total += kinds.count(_LONG_LETTERS) * _LONG_RUN_WEIGHT
         return (total + (_adler32(data.translate(_BYTE_WEIGHTS)) & 0xFFFF)) // 100 or 1
     try:
