@@ -90,7 +90,7 @@ def nnls(rows: list[list[float]], ys: list[float]) -> list[float]:
 
 #: Weights held as they are: a token per run (as cl100k cuts text before it merges), and
 #: per further chunk of a long run of letters.
-HELD = ("_RUN_WEIGHT", "_LONG_RUN_WEIGHT")
+HELD = ("_RUN_WEIGHT", "_LONG_RUN_WEIGHT", "_SPACED_NUMBER_WEIGHT")
 
 
 def fit(exact: Callable[[str], int]) -> list[float]:
