@@ -522,7 +522,7 @@ def test_trim_writes_the_shape_it_read(name: str) -> None:
 def test_trim_anthropic_include_system_and_start_on() -> None:
     original = fixture("anthropic_request.json")
     out = json.loads(
-        ok("trim", str(FIXTURES / "anthropic_request.json"), "--max-tokens", "150",
+        ok("trim", str(FIXTURES / "anthropic_request.json"), "--max-tokens", "160",
            "--include-system", "--start-on", "human")
     )
     assert out["system"] == original["system"]
