@@ -473,6 +473,8 @@ PlainExtras = tuple[str | None, str | None, tuple[tuple[str, str], ...]]
 #: What :func:`read_plain` returns: ``(view, text, extras)``; ``extras`` is ``None`` when
 #: the message has no name, no ``tool_call_id`` and no tool call.
 PlainRead = tuple[MessageView, str | None, "PlainExtras | None"]
+
+
 def read_plain(message: object) -> PlainRead | None:
     """:func:`read_message` and the billable parts of a message of a common shape, or ``None``.
 
@@ -573,28 +575,15 @@ def _read_calls(
     return issued, _unique_calls(read)
 
 
-#: Raw roles and types that name a known role as written (no case folding needed).
-_KNOWN_ALIASES = frozenset(_ALIASES)
 _PYDANTIC = 2
 #: Per class: 0 when :func:`read_plain` must not read its instances, 1 when every field
 #: it reads lives in the instance ``__dict__``, :data:`_PYDANTIC` when undeclared fields
 #: may also live elsewhere (pydantic models with ``extra="allow"``, as LangChain's are).
 _PLAIN_CLASSES: dict[type, int] = {}
-_PLAIN_FIELDS = (
-    "type",
-    "role",
-    "content",
-    "name",
-    "tool_call_id",
-    "tool_calls",
-    "invalid_tool_calls",
-    "function_call",
-    "additional_kwargs",
-)
 
 
 def _plain_class(cls: type) -> int:
-    if issubclass(cls, Mapping) or any(hasattr(cls, field) for field in _PLAIN_FIELDS):
+    if issubclass(cls, Mapping) or any(hasattr(cls, field) for field in _OBJECT_FIELDS):
         kind = 0  # a mapping, or a property or class attribute that only getattr() reads
     elif hasattr(cls, "__pydantic_extra__"):
         kind = _PYDANTIC
