@@ -770,3 +770,27 @@ def test_the_cache_is_transparent_with_exact_counts(operations: list[tuple[str, 
                     message["tool_calls"][0]["function"]["arguments"] = text
                     break
         assert cache.counts(history) == [counter(m) for m in history]
+
+
+def test_concurrent_calls_agree_with_the_heuristic_first_and_second_sight() -> None:
+    cache = TokenCountCache(approximate_token_count)
+    history = [*_history(300), _tool_only_ai()]
+    expected = [approximate_token_count(m) for m in history]
+    results: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(4):
+                results.append(cache.counts(history))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all(r == expected for r in results)
+    assert len(cache) == len(history)
