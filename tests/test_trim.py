@@ -122,30 +122,22 @@ def test_seed_last_30_tokens_include_system() -> None:
 
 
 def test_seed_last_40_tokens_include_system_allow_partial() -> None:
-    """The page (JavaScript) shows the FIRST block kept; Python LangChain keeps the SECOND.
-
-    For ``strategy="last"`` a partial message keeps its trailing content, as
-    ``langchain_core`` documents and does (both blocks cost 4 tokens, so only which one
-    is kept differs from the page). Everything else is exactly the page's output.
-    """
     out = seed_trim(max_tokens=40, strategy="last", allow_partial=True, include_system=True)
     assert out == [
         SystemMessage(TEXT),
-        AIMessage(SECOND_BLOCK, id="second"),
+        AIMessage(FIRST_BLOCK, id="second"),
         HumanMessage(TEXT, id="third"),
         AIMessage(TEXT, id="fourth"),
     ]
-    assert out[1] != AIMessage(FIRST_BLOCK, id="second")  # the page's JavaScript output
 
 
 def test_seed_last_30_tokens_include_system_allow_partial_end_on_human() -> None:
-    """As above, the trailing (SECOND) block is the part of ``second`` that is kept."""
     out = seed_trim(
         max_tokens=30, strategy="last", end_on="human", include_system=True, allow_partial=True
     )
     assert out == [
         SystemMessage(TEXT),
-        AIMessage(SECOND_BLOCK, id="second"),
+        AIMessage(FIRST_BLOCK, id="second"),
         HumanMessage(TEXT, id="third"),
     ]
 
@@ -248,10 +240,13 @@ def test_partial_anthropic_blocks_and_text_fallback() -> None:
         [message], max_tokens=3, token_counter=blocks, strategy="first", allow_partial=True
     )
     assert first == [{**message, "content": "alpha beta\n"}]
+    # "last" keeps leading whole blocks too, as the documented examples show.
     last = trim_messages([message], max_tokens=4, token_counter=blocks, allow_partial=True)
-    assert last == []  # the last block alone is 5 words and its single line cannot split
-    last = trim_messages([message], max_tokens=5, token_counter=blocks, allow_partial=True)
-    assert last == [{**message, "content": [message["content"][1]]}]
+    assert last == [{**message, "content": [message["content"][0]]}]
+    # No whole block fits: the last block's text is split, keeping trailing lines; its
+    # single line cannot split, so nothing is kept.
+    last = trim_messages([message], max_tokens=3, token_counter=blocks, allow_partial=True)
+    assert last == []
 
 
 class _Splitter:
@@ -610,9 +605,15 @@ def test_partial_anthropic_call_that_loses_its_tool_use_block() -> None:
         content = message["content"]
         return len(content) if isinstance(content, list) else 1
 
-    # "last" keeps the trailing tool_use block: the pair stays whole.
+    # "last" keeps the leading text block: the call left with its tool_use block, so its
+    # result goes too (keep_tool_pairs) rather than answer a call no longer made.
     out = trim_messages(history, max_tokens=2, token_counter=blocks, allow_partial=True)
-    assert out == [{**caller, "content": [caller["content"][1]]}, answer]
+    assert out == [{**caller, "content": [caller["content"][0]]}]
+    assert read_message(out[0]).calls == ()
+    out = trim_messages(
+        history, max_tokens=2, token_counter=blocks, allow_partial=True, keep_tool_pairs=False
+    )
+    assert out == [{**caller, "content": [caller["content"][0]]}, answer]
     # "first" keeps the leading text block: the call left with its block, so the shorter
     # message issues no call and the result is valid as it is.
     out = trim_messages(

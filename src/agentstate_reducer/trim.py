@@ -260,9 +260,11 @@ def _partial(
 ) -> M | None:
     """The largest part of ``message`` that fits, as a copy, or ``None``.
 
-    List content keeps whole leading (``keep_end``: trailing) blocks; when not even one
-    fits and the first (last) block is text, or the content is a string, it keeps
-    leading (trailing) pieces of that text as string content.
+    List content keeps whole leading blocks for either strategy, as the documented
+    examples show (``langchain_core`` keeps trailing blocks for ``"last"``); when not
+    even one fits and the first (``keep_end``: last) block is text, or the content is a
+    string, it keeps leading (``keep_end``: trailing) pieces of that text as string
+    content.
     """
     content = message_content(message)
     text: str | None = None
@@ -270,7 +272,7 @@ def _partial(
         blocks = list(content)
 
         def with_blocks(j: int) -> M:
-            return with_content(message, blocks[len(blocks) - j :] if keep_end else blocks[:j])
+            return with_content(message, blocks[:j])
 
         j = _largest(lambda j: fits(with_blocks(j)), 1, len(blocks) - 1)
         if j >= 1:
