@@ -14,7 +14,7 @@ from .hooks import DeliveryLedger, is_async_callable
 from .messages import read_messages
 from .plan import Plan, make_plan
 from .summary import default_summary_messages_factory, match_shape
-from .tokens import TokenCountCache, TokenCounter, resolve_token_counter
+from .tokens import TokenCountCache, resolve_token_counter
 
 __all__ = ("MessageReducer", "as_message_list")
 
@@ -71,14 +71,23 @@ class MessageReducer:
         self.config = config
         # Token mode resolves its counter now, so a missing extra for "tiktoken" fails
         # here; count mode resolves one only if count_tokens() is called.
-        self._counter: TokenCounter | None = (
-            resolve_token_counter(config.token_counter) if config.token_mode else None
-        )
-        self._token_counts = (
-            TokenCountCache(self._counter) if self._counter is not None else None
+        self._token_counts: TokenCountCache | None = (
+            TokenCountCache(resolve_token_counter(config.token_counter))
+            if config.token_mode
+            else None
         )
         self._token_counts_lock = threading.Lock()
         self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
+        # reduce() runs on every state update: find async callables once, not per call.
+        named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(config.on_prune)]
+        self._async_callable = next(
+            (
+                (name, fn)
+                for name, fn in [("summarize_fn", config.summarize_fn), *named]
+                if fn is not None and is_async_callable(fn)
+            ),
+            None,
+        )
 
     def __repr__(self) -> str:
         return f"MessageReducer(config={self.config!r})"
@@ -122,13 +131,12 @@ class MessageReducer:
         return messages, surviving, [messages[i] for i in plan.pruned], plan
 
     def _check_sync(self) -> None:
-        named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(self.config.on_prune)]
-        for name, fn in [("summarize_fn", self.config.summarize_fn), *named]:
-            if fn is not None and is_async_callable(fn):
-                raise TypeError(
-                    f"{name} is async ({fn!r}); call 'await reducer.areduce(...)' instead of "
-                    "reduce()"
-                )
+        if self._async_callable is not None:
+            name, fn = self._async_callable
+            raise TypeError(
+                f"{name} is async ({fn!r}); call 'await reducer.areduce(...)' instead of "
+                "reduce()"
+            )
 
     def _inject(self, surviving: list[Any], pruned: list[Any], plan: Plan, text: str) -> list[Any]:
         factory = self.config.summary_message_factory
