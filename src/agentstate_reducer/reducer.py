@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from .config import ReducerConfig, ReducerResult
@@ -203,13 +203,7 @@ class MessageReducer:
         except Exception:
             logger.exception("agentstate-reducer: summarize_fn failed; no summary this time")
             return None
-        if inspect.isawaitable(text):
-            close = getattr(text, "close", None)
-            if close is not None:
-                close()
-            raise TypeError(
-                "summarize_fn returned an awaitable; call 'await reducer.areduce(...)' instead"
-            )
+        _refuse_awaitable(text, "summarize_fn")
         return _as_summary(text)
 
     @staticmethod
@@ -221,13 +215,7 @@ class MessageReducer:
         except Exception:
             logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
             return
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-            raise TypeError(
-                f"on_prune[{i}] returned an awaitable; call 'await reducer.areduce(...)' instead"
-            )
+        _refuse_awaitable(result, f"on_prune[{i}]")
 
     # -- async -------------------------------------------------------------------
 
@@ -280,13 +268,19 @@ class MessageReducer:
         return reduce_messages
 
 
+def _refuse_awaitable(value: object, name: str) -> None:
+    """reduce() cannot await: close the coroutine (no 'never awaited' warning) and say so."""
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
+        raise TypeError(f"{name} returned an awaitable; call 'await reducer.areduce(...)' instead")
+
+
 def _as_summary(text: object) -> str | None:
     if text is None:
         return None
     if isinstance(text, str):
         return text
-    if isinstance(text, Mapping) or not isinstance(text, (int, float)):
-        content = getattr(text, "content", None)  # a chat model's message
-        if isinstance(content, str):
-            return content
-    return str(text)
+    content = getattr(text, "content", None)  # a chat model's message
+    return content if isinstance(content, str) else str(text)
