@@ -309,7 +309,7 @@ def make_plan(
             # The head it stops at is a plain human turn, which no cascade removes.
             _cascade(views, parents, pruned, why, first, start)
 
-    indices = tuple(i for i in range(n) if pruned[i]) if why else ()
+    indices = tuple(sorted(why))  # every pruned index has its reason
     kept = total
     if counts is not None and total is not None:
         kept = total - sum(counts[i] for i in indices)
