@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: test demo lint typecheck bench clean
+.PHONY: test check demo lint typecheck bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ typecheck: $(STAMP)
 
 test: lint typecheck
 	$(BIN)/python -m pytest
+
+# The fast lane while developing: everything but the tests marked slow.
+check: lint typecheck
+	$(BIN)/python -m pytest -m "not slow" -x
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
