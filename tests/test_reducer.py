@@ -65,6 +65,22 @@ def test_config_overrides_positional_counts() -> None:
     assert (reducer.config.min_messages, reducer.config.max_messages) == (3, 4)
 
 
+def test_settings_are_read_only_attributes() -> None:
+    """0.5.0 users read reducer.min_messages / max_messages; every config field reads so."""
+    hook = lambda pruned, namespace: None  # noqa: E731
+    config = ReducerConfig(min_messages=3, max_messages=6, on_prune=[hook], start_on="human")
+    reducer = MessageReducer(config=config)
+    for name in ReducerConfig.__dataclass_fields__:
+        assert getattr(reducer, name) == getattr(config, name), name
+    assert (MessageReducer(2, 5).min_messages, MessageReducer(2, 5).max_messages) == (2, 5)
+    assert (MessageReducer().min_messages, MessageReducer().max_messages) == (0, None)
+    with pytest.raises(AttributeError, match="min_messages is read-only"):
+        reducer.min_messages = 4  # type: ignore[misc]
+    # A copy: appending to it cannot add a hook behind the reducer's back.
+    reducer.on_prune.append(hook)
+    assert reducer.config.on_prune == [hook]
+
+
 def test_config_must_be_a_reducer_config() -> None:
     with pytest.raises(TypeError, match="ReducerConfig"):
         MessageReducer(config={"max_messages": 3})  # type: ignore[arg-type]

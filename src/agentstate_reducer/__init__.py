@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = (
     "Background",
     "ConfigError",
+    "ConfigTypeError",
     "DEFAULT_NAMESPACE_KEY",
     "InvalidHistoryError",
     "MessageFormatError",
@@ -23,7 +24,7 @@ __all__ = (
 )
 
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
-from .errors import ConfigError, MessageFormatError, OutboxError, ReducerError
+from .errors import ConfigError, ConfigTypeError, MessageFormatError, OutboxError, ReducerError
 from .hooks import Background
 from .reducer import MessageReducer
 from .summary import default_summary_messages_factory

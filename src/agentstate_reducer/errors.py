@@ -2,6 +2,7 @@
 
     ReducerError
     ├── ConfigError(ReducerError, ValueError)      a ReducerConfig field is invalid
+    │   └── ConfigTypeError(ConfigError, TypeError) an argument has the wrong type
     ├── MessageFormatError(ReducerError, TypeError) a message cannot be read
     ├── OutboxError(ReducerError, RuntimeError)    a durable outbox could not store or update jobs
     └── InvalidHistoryError(ReducerError, ValueError)  check_history found problems
@@ -12,7 +13,7 @@ Each also inherits the matching built-in, so ``except ValueError`` keeps working
 
 from __future__ import annotations
 
-__all__ = ("ConfigError", "MessageFormatError", "OutboxError", "ReducerError")
+__all__ = ("ConfigError", "ConfigTypeError", "MessageFormatError", "OutboxError", "ReducerError")
 
 
 class ReducerError(Exception):
@@ -21,6 +22,10 @@ class ReducerError(Exception):
 
 class ConfigError(ReducerError, ValueError):
     """A configuration field is invalid; the message names the field."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """An argument has the wrong type (``None`` too): a ``ValueError`` and a ``TypeError``."""
 
 
 class MessageFormatError(ReducerError, TypeError):

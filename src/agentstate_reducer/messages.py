@@ -314,6 +314,19 @@ def message_id(message: object) -> str | None:
     return _as_id(getattr(message, "id", None))
 
 
+def is_merge_update(message: object) -> bool:
+    """True for what only LangGraph's ``add_messages`` reads as an update, not a message.
+
+    A ``("user", "hi")`` tuple, a bare string, or a removal (``RemoveMessage``,
+    ``{"type": "remove", "id": ...}``).
+    """
+    if isinstance(message, (str, tuple)):
+        return True
+    if isinstance(message, Mapping):
+        return message.get("type") == "remove"
+    return getattr(message, "type", None) == "remove"
+
+
 #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, built once.
 _to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 

@@ -6,12 +6,19 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
-from .config import ReducerConfig, ReducerResult
+from .config import (
+    ReducerConfig,
+    ReducerResult,
+    RememberFn,
+    SummarizeFn,
+    SummaryFactory,
+    TokenCounterLike,
+)
 from .errors import OutboxError
 from .hooks import DeliveryLedger, is_async_callable
-from .messages import read_messages
+from .messages import is_merge_update, message_id, read_messages
 from .plan import Plan, make_plan
 from .summary import default_summary_messages_factory, match_shape
 from .tokens import TokenCountCache, resolve_token_counter
@@ -32,6 +39,32 @@ def as_message_list(value: Any) -> list[Any]:
         return list(value)
     return [value]
 
+
+_T = TypeVar("_T")
+
+
+class _Setting(Generic[_T]):
+    """A read-only attribute that reads the reducer's ``config`` field of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _Setting[_T]: ...
+    @overload
+    def __get__(self, instance: MessageReducer, owner: type) -> _T: ...
+    def __get__(self, instance: MessageReducer | None, owner: type) -> _T | _Setting[_T]:
+        if instance is None:
+            return self
+        value = getattr(instance.config, self.name)
+        # A copy, so appending to ``reducer.on_prune`` cannot change the hooks behind its back.
+        return cast(_T, list(value) if isinstance(value, list) else value)
+
+    def __set__(self, instance: MessageReducer, value: object) -> None:
+        raise AttributeError(
+            f"MessageReducer.{self.name} is read-only; build a new reducer with "
+            f"MessageReducer(config=ReducerConfig(..., {self.name}={value!r}))"
+        )
 
 
 class MessageReducer:
@@ -56,6 +89,23 @@ class MessageReducer:
         >>> [m["content"] for m in reducer.reduce(existing=history).surviving]
         ['be brief', '3', '4']
     """
+
+    #: Every :class:`ReducerConfig` field, read-only (``reducer.max_messages``...).
+    min_messages: _Setting[int] = _Setting()
+    max_messages: _Setting[int | None] = _Setting()
+    max_tokens: _Setting[int | None] = _Setting()
+    target_tokens: _Setting[int | None] = _Setting()
+    token_counter: _Setting[TokenCounterLike | None] = _Setting()
+    preserve_first: _Setting[bool] = _Setting()
+    cascade_tool_messages: _Setting[bool] = _Setting()
+    summarize_fn: _Setting[SummarizeFn | None] = _Setting()
+    inject_summary: _Setting[bool] = _Setting()
+    summary_message_factory: _Setting[SummaryFactory | None] = _Setting()
+    on_prune: _Setting[list[RememberFn]] = _Setting()
+    namespace_key: _Setting[str] = _Setting()
+    dedupe_on_prune: _Setting[bool] = _Setting()
+    dedupe_window: _Setting[int] = _Setting()
+    start_on: _Setting[str | None] = _Setting()
 
     def __init__(
         self,
@@ -258,14 +308,56 @@ class MessageReducer:
     def as_langgraph_reducer(self) -> Callable[[Any, Any], list[Any]]:
         """Return ``(existing, new) -> surviving`` for ``Annotated[list, fn]`` state fields.
 
-        Either argument may be ``None``, one message or a list.
+        Either argument may be ``None``, one message or a list, and messages are
+        concatenated. An update that only LangGraph's ``add_messages`` understands (a
+        ``("user", "hi")`` tuple, a string, ``RemoveMessage``, a message whose id is
+        already in the list) is merged by ``add_messages`` first, as
+        ``agentstate_reducer.langgraph.reducing_add_messages`` does; that needs the
+        ``[langgraph]`` extra. For a LangChain agent's state prefer
+        ``reducing_add_messages``, which always merges that way.
         """
+        merge: Callable[[list[Any], list[Any]], list[Any]] | None = None
 
         def reduce_messages(existing: Any, new: Any) -> list[Any]:
-            return self.reduce(existing, new).surviving
+            nonlocal merge
+            left = as_message_list(existing)
+            # add_messages' reading: a ("user", "hi") tuple is one message.
+            right = [new] if isinstance(new, tuple) else as_message_list(new)
+            if not _needs_add_messages(left, right):
+                return self.reduce(left, right).surviving
+            if merge is None:
+                merge = _add_messages_merge(self)
+            return merge(left, right)
 
         reduce_messages.__name__ = "agentstate_reducer"
         return reduce_messages
+
+
+def _needs_add_messages(left: list[Any], right: list[Any]) -> bool:
+    if any(is_merge_update(m) for m in right):
+        return True
+    new_ids = {message_id(m) for m in right}
+    new_ids.discard(None)
+    return bool(new_ids) and any(message_id(m) in new_ids for m in left)
+
+
+def _add_messages_merge(reducer: MessageReducer) -> Callable[[list[Any], list[Any]], list[Any]]:
+    """LangGraph's merge then ``reducer``; removing an id it pruned is a no-op (lazy import)."""
+    try:
+        from .langgraph._graph import PrunedIds, merge_messages
+    except ImportError as exc:
+        raise ImportError(
+            "as_langgraph_reducer() merges tuples, strings and RemoveMessage updates with "
+            'LangGraph\'s add_messages; install it with pip install "agentstate-reducer[langgraph]"'
+        ) from exc
+    pruned = PrunedIds(reducer.config.dedupe_window)
+
+    def merge_and_reduce(left: list[Any], right: list[Any]) -> list[Any]:
+        result = reducer.reduce(merge_messages(left, right, pruned))
+        pruned.add(result.pruned)
+        return result.surviving
+
+    return merge_and_reduce
 
 
 def _refuse_awaitable(value: object, name: str) -> None:

@@ -86,10 +86,34 @@ def test_removing_a_message_that_was_pruned_already_is_a_no_op() -> None:
         add_messages(state, [RemoveMessage(id="0")])
 
 
-def test_none_on_either_side_is_an_empty_list() -> None:
+def test_none_on_one_side_raises_and_none_on_both_returns_a_partial() -> None:
     merge = merge_with()
-    assert merge(None, None) == []
-    assert ids(merge(None, HumanMessage(content="a", id="1"))) == ["1"]
+    with pytest.raises(ValueError, match="Only received: 'right'"):
+        merge(None, HumanMessage(content="a", id="1"))
+    with pytest.raises(ValueError, match="Only received: 'left'"):
+        merge([], None)
+    partial = merge()
+    assert ids(partial([], HumanMessage(content="a", id="1"))) == ["1"]
+
+
+def test_a_removal_dict_is_a_remove_message() -> None:
+    merge = merge_with(max_messages=2, min_messages=1, preserve_first=False)
+    state = merge([], [HumanMessage(content=str(i), id=str(i)) for i in range(3)])
+    assert ids(merge(state, [{"type": "remove", "id": "2"}])) == []
+    # An id this reducer pruned: a no-op, in either form.
+    assert ids(merge(state, [{"type": "remove", "id": "0", "content": ""}])) == ["2"]
+    with pytest.raises(ValueError, match="doesn't exist"):
+        merge(state, [{"type": "remove", "id": "never"}])
+
+
+def test_an_unknown_format_is_named() -> None:
+    reducer = MessageReducer()
+    with pytest.raises(ValueError, match="format must be 'langchain-openai' or None, got 'x'"):
+        reducing_add_messages(reducer, format="x")
+    with pytest.raises(ValueError, match="format must be"):
+        reducing_add_messages(reducer)(format="x")
+    with pytest.raises(TypeError, match="expected only format="):
+        reducing_add_messages(reducer)([], [], strict=True)
 
 
 def test_a_bad_reducer_is_named() -> None:
@@ -320,3 +344,60 @@ def test_an_injected_summary_reaches_the_model_and_the_state(approach: str, kit:
     assert len(final) <= 8 + 1  # bounded before the model call, then its answer
     assert any(c[0].content.startswith("Summary of the ") for c in model.contexts)
     assert kit.max_context(model) <= 8
+
+
+# -- as_langgraph_reducer in a create_agent state (docs/trim.md) ---------------------------------
+
+
+def _agent_state(merge: Any) -> Any:
+    from langchain.agents import AgentState
+
+    return type("State", (AgentState,), {"__annotations__": {
+        "messages": Annotated[list[Any], merge]
+    }})
+
+
+@pytest.mark.parametrize("form", ["as_langgraph_reducer", "reducing_add_messages"])
+def test_a_create_agent_state_with_every_kind_of_update(form: str) -> None:
+    """Standard tuple input, ReducingMiddleware's RemoveMessages and LangChain's
+    SummarizationMiddleware (RemoveMessage(REMOVE_ALL_MESSAGES) + a summary) together."""
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=4, max_messages=12,
+                                                  preserve_first=False))
+    merge = reducer.as_langgraph_reducer() if form == "as_langgraph_reducer" else (
+        reducing_add_messages(reducer))
+    small = MessageReducer(config=ReducerConfig(min_messages=4, max_messages=8,
+                                                preserve_first=False))
+    answers = GenericFakeChatModel(messages=iter(AIMessage(f"answer {i}") for i in range(100)))
+    summaries = GenericFakeChatModel(messages=iter(AIMessage(f"summary {i}") for i in range(100)))
+    agent = create_agent(
+        answers, tools=[], state_schema=_agent_state(merge), checkpointer=InMemorySaver(),
+        middleware=[SummarizationMiddleware(summaries, trigger=("messages", 6),
+                                            keep=("messages", 2)),
+                    ReducingMiddleware(small)],
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    for turn in range(12):
+        result = agent.invoke({"messages": [("user", f"question {turn}")]}, config)
+        stored = result["messages"]
+        assert not any(isinstance(m, (RemoveMessage, tuple)) for m in stored)
+        assert all(isinstance(m, (HumanMessage, AIMessage)) for m in stored)
+        assert len(stored) <= 12
+    assert stored[-2].content == "question 11" and stored[-1].content.startswith("answer")
+
+
+def test_as_langgraph_reducer_merges_only_what_needs_add_messages() -> None:
+    fn = MessageReducer(min_messages=2, max_messages=3, config=None).as_langgraph_reducer()
+    state = fn([], ("user", "hi"))
+    assert [(type(m).__name__, m.content) for m in state] == [("HumanMessage", "hi")]
+    state = fn(state, [AIMessage("a", id="a1"), HumanMessage("b", id="b1")])
+    assert ids(fn(state, RemoveMessage(id="a1")))[1:] == ["b1"]
+    replaced = fn(state, HumanMessage("B", id="b1"))
+    assert [m.content for m in replaced] == ["hi", "a", "B"]
+    # Plain dicts are still concatenated as they are, never converted.
+    one = {"role": "user", "content": "x"}
+    assert fn([one], [one]) == [one, one]
+    with pytest.raises(ValueError, match="doesn't exist"):
+        fn(state, RemoveMessage(id="never"))

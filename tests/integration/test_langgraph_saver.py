@@ -19,7 +19,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import MessageFormatError, MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph import (
     ReducingSaver,
     aapply_reducer,
@@ -182,6 +182,20 @@ def test_sync_put_refuses_async_hooks_with_a_pointer_to_aput() -> None:
         saver.put(THREAD, checkpoint_with(history(4)), {}, {"messages": 1})  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("values", [list(range(30)), [str(i) for i in range(30)], [[1], [2]] * 9])
+def test_a_list_of_non_messages_under_the_key_passes_through(values: list[Any]) -> None:
+    saver = ReducingSaver(InMemorySaver(), small_reducer())
+    checkpoint = checkpoint_with(values)
+    assert apply_reducer(small_reducer(), checkpoint, None) is checkpoint
+    saver.put(THREAD, checkpoint, {}, {"messages": 1})
+    assert stored_messages(saver, THREAD) == values
+
+
+def test_a_list_mixing_messages_and_garbage_is_still_refused() -> None:
+    with pytest.raises(MessageFormatError, match="index 1"):
+        apply_reducer(small_reducer(), checkpoint_with([HumanMessage("a"), 3]), None)
+
+
 def test_a_custom_messages_key_is_reduced_and_others_are_not() -> None:
     saver = ReducingSaver(InMemorySaver(), MessageReducer(2, 4), messages_key="chat")
     checkpoint = checkpoint_with(history(4), chat=history(4))
@@ -254,6 +268,9 @@ def test_a_plain_inner_saver_is_not_passed_through() -> None:
     [
         (("not a saver", MessageReducer()), TypeError, "inner must be"),
         ((InMemorySaver(), "not a reducer"), TypeError, "reducer must be"),
+        # 0.5.0 raised ValueError here: a ConfigTypeError is both.
+        ((InMemorySaver(), None), ValueError, "reducer must be a MessageReducer, got None"),
+        ((InMemorySaver(), None), TypeError, "reducer must be a MessageReducer, got None"),
     ],
 )
 def test_bad_arguments_are_named(args: tuple[Any, Any], error: type, match: str) -> None:
@@ -294,6 +311,44 @@ def test_capability_probes_see_the_inner_savers_truth(inner_type: type) -> None:
     assert detected(saver) == detected(inner)
     assert isinstance(saver, ReducingSaver)
     assert type(saver).__name__ == "ReducingSaver"
+
+
+class BareSaver(BaseCheckpointSaver[Any]):
+    """Only the abstract surface: no delete, copy, prune or delta-history override."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = InMemorySaver()
+
+    def get_tuple(self, config: Any) -> CheckpointTuple | None:
+        return self.memory.get_tuple(config)
+
+    def put(self, *args: Any) -> Any:
+        return self.memory.put(*args)
+
+    def put_writes(self, *args: Any) -> None:
+        self.memory.put_writes(*args)
+
+
+def overridden(saver: BaseCheckpointSaver[Any]) -> set[str]:
+    names = ("delete_thread", "copy_thread", "delete_for_runs", "prune",
+             "get_delta_channel_history", "aget_delta_channel_history")
+    return {n for n in names
+            if getattr(type(saver), n) is not getattr(BaseCheckpointSaver, n)}
+
+
+@pytest.mark.parametrize("inner_type", [InMemorySaver, CopyingSaver, BareSaver])
+def test_only_the_inner_savers_overrides_are_claimed(inner_type: type) -> None:
+    inner = inner_type()
+    assert overridden(ReducingSaver(inner, MessageReducer())) == overridden(inner)
+    with SqliteSaver.from_conn_string(":memory:") as sqlite:
+        assert overridden(ReducingSaver(sqlite, MessageReducer())) == overridden(sqlite)
+
+
+def test_a_bare_saver_gets_the_base_delta_history() -> None:
+    saver = ReducingSaver(BareSaver(), small_reducer())
+    saver.put(THREAD, checkpoint_with(history(1)), {}, {"messages": 1})
+    assert saver.get_delta_channel_history(config=THREAD, channels=[]) == {}
 
 
 async def test_optional_capabilities_are_delegated() -> None:

@@ -3,25 +3,34 @@ and the pieces shared by the pre-model hook and the agent middleware."""
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from langchain_core.messages import RemoveMessage
+from langchain_core.messages import RemoveMessage, convert_to_messages
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from ..config import ReducerResult
+from ..errors import ConfigError
 from ..messages import message_id
 from ..reducer import MessageReducer, as_message_list
 from ._saver import memory_namespace
 
 __all__ = (
+    "PrunedIds",
+    "merge_messages",
     "removal_update",
     "reducing_add_messages",
     "reducing_pre_model_hook",
     "run_namespace",
 )
+
+
+_FORMATS = (None, "langchain-openai")
 
 
 def run_namespace(reducer: MessageReducer) -> Any:
@@ -35,40 +44,96 @@ def run_namespace(reducer: MessageReducer) -> Any:
 
 def _as_update(value: Any) -> list[Any]:
     # add_messages' coercion: a tuple such as ("user", "hi") is one message, not a list.
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list) else [value]
+    return [_removal(m) for m in value] if isinstance(value, list) else [_removal(value)]
 
 
-def _without_stale_removals(left: list[Any], right: list[Any]) -> list[Any]:
-    """Drop ``RemoveMessage`` updates for ids that are no longer in the list.
+def _removal(message: Any) -> Any:
+    # {"type": "remove", "id": ...} needs no content to mean what RemoveMessage(id) means.
+    if isinstance(message, dict) and message.get("type") == "remove" and "content" not in message:
+        return {**message, "content": ""}
+    return message
+
+
+class PrunedIds:
+    """The ids a reducer pruned lately (the last ``size``), shared by the threads of a graph."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, messages: list[Any]) -> None:
+        with self._lock:
+            for m in messages:
+                i = message_id(m)
+                if i is not None:
+                    self._ids[i] = None
+                    self._ids.move_to_end(i)
+            while len(self._ids) > self._size:
+                self._ids.popitem(last=False)
+
+    def __contains__(self, i: object) -> bool:
+        with self._lock:
+            return i in self._ids
+
+
+def _without_stale_removals(left: list[Any], right: list[Any], pruned: PrunedIds) -> list[Any]:
+    """Drop ``RemoveMessage`` updates for ids this reducer pruned, so they are not an error.
 
     Pruning removes messages a node may still hold; removing one of those again is a
-    no-op here instead of ``add_messages``' ``ValueError``.
+    no-op. Any other unknown id reaches ``add_messages``, which raises ``ValueError``.
     """
     if not any(isinstance(m, RemoveMessage) for m in right):
         return right
     known = {message_id(m) for m in left}
     known.update(message_id(m) for m in right if not isinstance(m, RemoveMessage))
-    known.add(REMOVE_ALL_MESSAGES)
-    return [m for m in right if not isinstance(m, RemoveMessage) or m.id in known]
+    return [
+        m
+        for m in right
+        if not isinstance(m, RemoveMessage) or m.id in known or m.id not in pruned
+    ]
+
+
+def merge_messages(
+    left: Any, right: Any, pruned: PrunedIds, format: str | None = None
+) -> list[Any]:
+    """``add_messages(left, right, format=format)``, minus removals of ids in ``pruned``."""
+    existing = convert_to_messages(_as_update(left))
+    # Converted first, so a dict {"type": "remove", "id": ...} is a RemoveMessage here too.
+    update = _without_stale_removals(existing, convert_to_messages(_as_update(right)), pruned)
+    # The wrapper LangGraph puts around add_messages hides its format= option from mypy.
+    merge = cast(Callable[..., list[Any]], add_messages)
+    return merge(existing, update, format=format)
+
+
+def _check_format(format: object) -> None:
+    if format not in _FORMATS:
+        raise ConfigError(f"format must be 'langchain-openai' or None, got {format!r}")
 
 
 def reducing_add_messages(
-    reducer: MessageReducer, *, namespace: Any = None
-) -> Callable[[Any, Any], list[Any]]:
+    reducer: MessageReducer, *, namespace: Any = None, format: str | None = None
+) -> Callable[..., Any]:
     """Return a state reducer that merges like ``add_messages``, then prunes with ``reducer``.
 
     The merge is LangGraph's own ``add_messages`` (ids assigned, same id replaces,
-    ``RemoveMessage`` and ``REMOVE_ALL_MESSAGES``), so nodes keep its semantics; the
-    one difference is that removing an id no longer in the list (pruned already) is
-    a no-op. Law: ``reducing_add_messages(r)(left, right) ==
-    r.reduce(add_messages(left, right)).surviving`` for valid updates.
+    ``RemoveMessage`` or ``{"type": "remove", "id": ...}``, ``REMOVE_ALL_MESSAGES``,
+    ``format="langchain-openai"``), and it is called the same ways: ``merge(left,
+    right)``; ``merge()`` or ``merge(format=...)`` returns a partial; a ``None`` on one
+    side raises ``ValueError``. The one difference: removing an id that this reducer
+    pruned (the last ``dedupe_window`` of them) is a no-op; removing an id that never
+    was in the list raises ``ValueError`` as ``add_messages`` does. Law:
+    ``reducing_add_messages(r)(left, right) == r.reduce(add_messages(left,
+    right)).surviving`` for valid updates.
 
     Channel reducers run outside any node, so they do not see the run config: pruned
     messages go to ``namespace`` when given, else to :func:`memory_namespace` of the
     run config in context (a subgraph's reducer sees its parent's), else ``None``.
     Hooks are called through the sync ``reduce()``, under ``ainvoke`` too.
+
+    Raises:
+        TypeError: ``reducer`` is not a ``MessageReducer``.
+        ConfigError: ``format`` is neither ``None`` nor ``"langchain-openai"``.
 
     Example:
         >>> from typing import Annotated
@@ -79,18 +144,36 @@ def reducing_add_messages(
     """
     if not isinstance(reducer, MessageReducer):
         raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+    _check_format(format)
+    pruned = PrunedIds(reducer.config.dedupe_window)
 
-    def merge(left: Any, right: Any) -> list[Any]:
-        existing = _as_update(left)
-        update = _without_stale_removals(existing, _as_update(right))
-        merged = cast(list[Any], add_messages(existing, update))
+    def merge_and_reduce(left: Any, right: Any, *, format: str | None = format) -> list[Any]:
+        merged = merge_messages(left, right, pruned, format)
         if namespace is not None:
             where = namespace
         elif reducer.config.on_prune:
             where = run_namespace(reducer)
         else:
             where = None
-        return reducer.reduce(merged, namespace=where).surviving
+        result = reducer.reduce(merged, namespace=where)
+        pruned.add(result.pruned)
+        return result.surviving
+
+    def merge(left: Any = None, right: Any = None, **options: Any) -> Any:
+        if options.keys() - {"format"}:
+            raise TypeError(f"unexpected options {sorted(options.keys() - {'format'})!r}; "
+                            "expected only format=")
+        if "format" in options:
+            _check_format(options["format"])
+        if left is not None and right is not None:
+            return merge_and_reduce(left, right, **options)
+        if left is None and right is None:
+            return functools.partial(merge_and_reduce, **options)
+        # add_messages' own words, so code matching them keeps working.
+        raise ValueError(
+            "Must specify non-null arguments for both 'left' and 'right'. Only "
+            f"received: '{'left' if left is not None else 'right'}'."
+        )
 
     merge.__name__ = "reducing_add_messages"
     return merge

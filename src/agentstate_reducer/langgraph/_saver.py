@@ -20,6 +20,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..config import ReducerResult
+from ..errors import ConfigTypeError, MessageFormatError
+from ..messages import read_message
 from ..reducer import MessageReducer
 
 __all__ = ("ReducingSaver", "aapply_reducer", "apply_reducer", "memory_namespace")
@@ -45,6 +47,8 @@ _STORAGE_METHODS = (
     "acopy_thread",
     "prune",
     "aprune",
+    "get_delta_channel_history",
+    "aget_delta_channel_history",
 )
 _ABSENT = object()
 
@@ -82,7 +86,18 @@ def _replace_messages(
 
 def _messages_of(checkpoint: Checkpoint, messages_key: str) -> builtins.list[Any] | None:
     value = checkpoint["channel_values"].get(messages_key)
-    return value if isinstance(value, builtins.list) else None
+    if not isinstance(value, builtins.list) or (value and not any(map(_is_message, value))):
+        # Another kind of list under the key (numbers, strings): not ours to reduce.
+        return None
+    return value
+
+
+def _is_message(value: object) -> bool:
+    try:
+        read_message(value)
+    except MessageFormatError:
+        return False
+    return True
 
 
 def apply_reducer(
@@ -97,8 +112,9 @@ def apply_reducer(
     namespace forwarded to the reducer's hooks is :func:`memory_namespace` of ``config``.
 
     Returns:
-        ``checkpoint`` itself when nothing was pruned (or the channel holds no list),
-        else a shallow copy with a new ``channel_values`` holding the survivors.
+        ``checkpoint`` itself when nothing was pruned (or the channel holds no list, or a
+        list of which no item is a message, such as numbers or strings), else a shallow
+        copy with a new ``channel_values`` holding the survivors.
     """
     messages = _messages_of(checkpoint, messages_key)
     if messages is None:
@@ -158,7 +174,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     keeps the whole list in memory; the next run starts from the reduced checkpoint.
 
     Everything but ``put``/``aput`` is delegated. Optional capabilities (``copy_thread``,
-    ``delete_for_runs``, ``prune`` and their async twins) are implemented by the wrapper
+    ``delete_for_runs``, ``prune``, ``get_delta_channel_history`` and their async twins,
+    ``delete_thread``/``adelete_thread`` too) are implemented by the wrapper
     only when the inner saver implements them, so capability probes see the truth;
     other attributes (``setup``, ``conn``, ...) are read from the inner saver.
 
@@ -173,8 +190,9 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         messages_key: the state key of the message list.
 
     Raises:
-        TypeError: ``inner`` is not a ``BaseCheckpointSaver`` or ``reducer`` not a
-            ``MessageReducer``.
+        TypeError: ``inner`` is not a ``BaseCheckpointSaver``.
+        ConfigTypeError: ``reducer`` is not a ``MessageReducer`` (``None`` included); both a
+            ``TypeError`` and a ``ValueError``, as 0.5.0 raised ``ValueError`` here.
         ValueError: ``inner`` already holds a different reducer (two dedupe memories
             would deliver the same pruned messages twice), or ``messages_key`` is empty.
 
@@ -213,7 +231,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         if not isinstance(inner, BaseCheckpointSaver):
             raise TypeError(f"inner must be a LangGraph BaseCheckpointSaver, got {inner!r}")
         if not isinstance(reducer, MessageReducer):
-            raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+            raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
         if not isinstance(messages_key, str) or not messages_key:
             raise ValueError(f"messages_key must be a non-empty string, got {messages_key!r}")
         held = getattr(inner, "reducer", _ABSENT)
