@@ -16,9 +16,11 @@ __all__ = (
     "ReducerError",
     "ReducerResult",
     "RememberFn",
+    "Summarizer",
     "check_history",
     "default_summary_messages_factory",
     "resolve_token_counter",
+    "summarize_with",
     "trim_messages",
     "validate_history",
 )
@@ -27,7 +29,7 @@ from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, Remembe
 from .errors import ConfigError, ConfigTypeError, MessageFormatError, OutboxError, ReducerError
 from .hooks import Background
 from .reducer import MessageReducer
-from .summary import default_summary_messages_factory
+from .summary import Summarizer, default_summary_messages_factory, summarize_with
 from .tokens import resolve_token_counter
 from .trim import trim_messages
 from .validate import InvalidHistoryError, Problem, check_history, validate_history

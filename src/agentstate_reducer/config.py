@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +10,7 @@ from .errors import ConfigError
 
 __all__ = (
     "DEFAULT_NAMESPACE_KEY",
+    "PinLike",
     "ReducerConfig",
     "ReducerResult",
     "RememberFn",
@@ -27,6 +28,8 @@ RememberFn = Callable[[list[Any], Any], Any]
 SummarizeFn = Callable[[list[Any]], Any]
 #: ``summary_message_factory(summary_text, pruned_count) -> list of messages``.
 SummaryFactory = Callable[[str, int], list[Any]]
+#: ``pin``: ``callable(message) -> bool``, or a collection of message ids.
+PinLike = Callable[[Any], bool] | Collection[str]
 #: A per-message counter, ``"approximate"``, ``"tiktoken"``, or an object with
 #: ``get_num_tokens_from_messages`` (a LangChain chat model).
 TokenCounterLike = Any
@@ -72,6 +75,9 @@ class ReducerConfig:
     dedupe_window: int = 10_000
     #: ``"human"``: prune further until the kept tail starts with a human message.
     start_on: str | None = None
+    #: Messages never pruned: ``callable(message) -> bool`` or a collection of ids. In
+    #: token mode their tokens are budgeted like the preserved first message's.
+    pin: PinLike | None = None
 
     def __post_init__(self) -> None:
         _check_count("min_messages", self.min_messages, allow_none=False)
@@ -132,6 +138,18 @@ class ReducerConfig:
             raise ConfigError(
                 f"namespace_key must be a non-empty string, got {self.namespace_key!r}"
             )
+        if self.pin is not None and not callable(self.pin):
+            pin = self.pin
+            if (
+                isinstance(pin, (str, bytes, Mapping))
+                or not isinstance(pin, Collection)
+                or not all(isinstance(i, str) for i in pin)
+            ):
+                raise ConfigError(
+                    f"pin must be a callable(message) -> bool or a collection of message id "
+                    f"strings, got {pin!r}"
+                )
+            object.__setattr__(self, "pin", frozenset(pin))
         if self.start_on not in _START_ON:
             raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
 
@@ -156,3 +174,7 @@ class ReducerResult:
     pruned: list[Any]
     #: The text ``summarize_fn`` returned, or ``None``.
     summary: str | None = None
+    #: True when ``summarize_fn`` raised or timed out on this reduce. With
+    #: ``inject_summary`` nothing was pruned then, unless keeping it all would have
+    #: passed the hard limit (see docs/summaries.md).
+    summary_failed: bool = False

@@ -25,9 +25,12 @@ __all__ = (
     "BLANK_PART",
     "FUNCTION",
     "HUMAN",
+    "INJECTED_KEY",
     "MEDIA_PART",
     "OTHER_PART",
     "PRUNABLE_ROLES",
+    "SUMMARY_ACK_KIND",
+    "SUMMARY_KIND",
     "SYSTEM",
     "TEXT_PART",
     "TOOL",
@@ -39,6 +42,9 @@ __all__ = (
     "PlainRead",
     "content_kinds",
     "copy_state",
+    "injected_kind",
+    "is_injected",
+    "is_summary",
     "message_content",
     "message_id",
     "message_parts",
@@ -47,6 +53,7 @@ __all__ = (
     "read_message",
     "read_messages",
     "read_plain",
+    "summary_covers",
     "with_content",
 )
 
@@ -754,3 +761,57 @@ def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
     if isinstance(content, (list, tuple)):
         return tuple(_block_kind(block) for block in content)
     return (_text_kind(str(content)),)
+
+
+# -- messages the package injected ---------------------------------------------------
+
+#: The key marking a message the package injected: a key of a dict message, or of a
+#: LangChain message's ``additional_kwargs`` (which chat model integrations never send).
+#: Its value is ``{"kind": SUMMARY_KIND, "covers": n}`` or ``{"kind": SUMMARY_ACK_KIND}``.
+INJECTED_KEY = "agentstate_reducer"
+#: ``kind`` of an injected summary message.
+SUMMARY_KIND = "summary"
+#: ``kind`` of the acknowledgement that follows an injected summary.
+SUMMARY_ACK_KIND = "summary-ack"
+_INJECTED_KINDS = frozenset({SUMMARY_KIND, SUMMARY_ACK_KIND})
+
+
+def _marker(message: object) -> Mapping[str, Any] | None:
+    if isinstance(message, Mapping):
+        fields = _payload(message)[0]
+        mark = fields.get(INJECTED_KEY)
+        extra = fields.get("additional_kwargs") if mark is None else None
+    else:
+        mark = None
+        extra = getattr(message, "additional_kwargs", None)
+    if isinstance(extra, Mapping):
+        mark = extra.get(INJECTED_KEY)
+    if isinstance(mark, Mapping) and mark.get("kind") in _INJECTED_KINDS:
+        return mark
+    return None
+
+
+def injected_kind(message: object) -> str | None:
+    """:data:`SUMMARY_KIND` or :data:`SUMMARY_ACK_KIND` for a message the package injected,
+    else ``None`` (conversation). Read from metadata only, never from the wording."""
+    mark = _marker(message)
+    return None if mark is None else str(mark["kind"])
+
+
+def is_summary(message: object) -> bool:
+    """True for a summary message the package injected (recognised by its metadata)."""
+    return injected_kind(message) == SUMMARY_KIND
+
+
+def is_injected(message: object) -> bool:
+    """True for a summary or its acknowledgement, injected by the package."""
+    return _marker(message) is not None
+
+
+def summary_covers(message: object) -> int:
+    """How many conversation messages an injected summary stands for (0 if not one)."""
+    mark = _marker(message)
+    covers = mark.get("covers") if mark is not None else None
+    if isinstance(covers, bool) or not isinstance(covers, int) or covers < 0:
+        return 0
+    return covers

@@ -11,6 +11,8 @@ Laws (tested with hypothesis):
 * With ``cascade_tool_messages``, no surviving message answers a tool call that no
   earlier surviving message issued.
 * Idempotence: planning the survivors again (without summary injection) prunes nothing.
+* A pinned message is never pruned, nor is any message of a tool exchange it belongs
+  to (its call, or the results of its calls).
 * The exchange in progress is never pruned: when the history ends with an ai message's
   tool calls (answered or still pending), that message, its results and the human
   message that opened the turn stay, so an agent never loses the call it is working on.
@@ -18,7 +20,7 @@ Laws (tested with hypothesis):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from .config import ReducerConfig
@@ -29,6 +31,7 @@ __all__ = (
     "IN_PROGRESS",
     "NEVER_PRUNED",
     "ORPHAN",
+    "PINNED",
     "PRESERVED_FIRST",
     "RECENT",
     "START_ON",
@@ -48,6 +51,7 @@ PRESERVED_FIRST = "preserved first"
 RECENT = "recent tail"
 NEVER_PRUNED = "never-pruned role"
 IN_PROGRESS = "exchange in progress"
+PINNED = "pinned"
 UNDER_THRESHOLD = "under threshold"
 
 
@@ -74,6 +78,8 @@ class Plan:
     kept_tokens: int | None = None
     #: Indices of the exchange in progress, kept whatever the window says.
     protected: tuple[int, ...] = ()
+    #: Pinned indices (with the rest of their tool exchanges), never pruned.
+    pinned: tuple[int, ...] = ()
 
     @property
     def insert_at(self) -> int:
@@ -86,6 +92,8 @@ class Plan:
             return self.why[index]
         if index < self.start:
             return (PRESERVED_FIRST, None)
+        if index in self.pinned:
+            return (PINNED, None)
         if index in self.protected:
             return (IN_PROGRESS, None)
         if not self.triggered:
@@ -128,6 +136,27 @@ def _in_progress(
             protected.append(q)
             break
     return protected
+
+
+def _pin_closure(
+    parents: Sequence[tuple[int | None, ...] | None], pinned: Collection[int], n: int
+) -> bytearray:
+    """``pinned`` plus every message sharing a tool exchange with one (calls and results)."""
+    linked: dict[int, list[int]] = {}
+    for j, links in enumerate(parents):
+        for p in links or ():
+            if p is not None:
+                linked.setdefault(j, []).append(p)
+                linked.setdefault(p, []).append(j)
+    held = bytearray(n)
+    todo = [i for i in pinned if 0 <= i < n]
+    while todo:
+        i = todo.pop()
+        if held[i]:
+            continue
+        held[i] = 1
+        todo.extend(j for j in linked.get(i, ()) if not held[j])
+    return held
 
 
 def _cascade(
@@ -241,6 +270,8 @@ def _extend_to_human(
         links = parents[i]
         if links is not None and all(p is not None and p < start for p in links):
             continue
+        if protected[i] == _PINNED:
+            continue  # pinned: kept where it stands; the rule applies to what follows
         if (view.role == HUMAN and links is None) or protected[i]:
             break
         if view.role != AI and not (view.role in (TOOL, HUMAN) and parents[i] is not None):
@@ -251,10 +282,17 @@ def _extend_to_human(
     return first
 
 
+#: ``protected`` value of a pinned message (1 is the exchange in progress).
+_PINNED = 2
+
+
 def make_plan(
     views: Sequence[MessageView],
     config: ReducerConfig,
     counts: Sequence[int] | None = None,
+    *,
+    pinned: Collection[int] = (),
+    reserve: int = 0,
 ) -> Plan:
     """Decide which messages to prune.
 
@@ -262,6 +300,10 @@ def make_plan(
         views: one :class:`MessageView` per message, in order.
         config: the reducer configuration.
         counts: per-message token counts; required in token mode, ignored otherwise.
+        pinned: indices never to prune; in token mode their tokens are budgeted like
+            the preserved first message's (an orphaned tool result still goes).
+        reserve: tokens to keep free for a summary block (token mode): the kept
+            messages fit ``target_tokens - reserve``.
 
     Returns:
         A :class:`Plan` (pruned indices ascending, with reasons).
@@ -286,13 +328,22 @@ def make_plan(
     cut = start
     protected = bytearray(n)
     kept_in_progress: list[int] = []
+    held: tuple[int, ...] = ()
     if triggered:
         kept_in_progress = _in_progress(views, parents, start)
         for i in kept_in_progress:
             protected[i] = 1
+        if pinned:
+            closure = _pin_closure(parents, pinned, n)
+            held = tuple(
+                i for i in range(start, n) if closure[i] and None not in (parents[i] or ())
+            )
+            for i in held:
+                protected[i] = _PINNED
         if counts is not None and config.max_tokens is not None:
             target = config.effective_target_tokens
             assert target is not None
+            target -= reserve
             cut = _token_cut(views, parents, counts, start, target, cascade, protected)
         else:
             cut = max(start, n - config.min_messages)
@@ -314,4 +365,5 @@ def make_plan(
     if counts is not None and total is not None:
         kept = total - sum(counts[i] for i in indices)
     protected_indices = tuple(sorted(kept_in_progress))
-    return Plan(n, indices, why, triggered, start, cut, total, kept, protected_indices)
+    protected_indices = tuple(i for i in protected_indices if protected[i] != _PINNED)
+    return Plan(n, indices, why, triggered, start, cut, total, kept, protected_indices, held)

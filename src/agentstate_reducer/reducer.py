@@ -5,10 +5,12 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Generic, TypeVar, cast, overload
 
 from .config import (
+    PinLike,
     ReducerConfig,
     ReducerResult,
     RememberFn,
@@ -18,12 +20,18 @@ from .config import (
 )
 from .errors import OutboxError
 from .hooks import DeliveryLedger, is_async_callable
-from .messages import is_merge_update, message_id, read_messages
+from .messages import is_injected, is_merge_update, message_id, read_messages
 from .plan import Plan, make_plan
-from .summary import default_summary_messages_factory, match_shape
+from .summary import (
+    Summarizer,
+    covered,
+    default_summary_messages_factory,
+    match_shape,
+    summary_key,
+)
 from .tokens import TokenCountCache, resolve_token_counter
 
-__all__ = ("MessageReducer", "as_message_list")
+__all__ = ("MessageReducer", "as_message_list", "hard_message_limit")
 
 logger = logging.getLogger("agentstate_reducer")
 
@@ -38,6 +46,17 @@ def as_message_list(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     return [value]
+
+
+def hard_message_limit(max_messages: int) -> int:
+    """Count mode's hard limit while summaries fail: twice ``max_messages`` messages
+    (the summary block included), plus the preserved first message."""
+    return 2 * max_messages
+
+
+def _split(messages: list[Any], pruned: Sequence[int]) -> tuple[list[Any], list[Any]]:
+    gone = set(pruned)
+    return [m for i, m in enumerate(messages) if i not in gone], [messages[i] for i in pruned]
 
 
 _T = TypeVar("_T")
@@ -106,6 +125,7 @@ class MessageReducer:
     dedupe_on_prune: _Setting[bool] = _Setting()
     dedupe_window: _Setting[int] = _Setting()
     start_on: _Setting[str | None] = _Setting()
+    pin: _Setting[PinLike | None] = _Setting()
 
     def __init__(
         self,
@@ -127,6 +147,7 @@ class MessageReducer:
             else None
         )
         self._token_counts_lock = threading.Lock()
+        self._summary_reserve: int | None = None
         self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
         # reduce() runs on every state update: find async callables once, not per call.
         named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(config.on_prune)]
@@ -134,7 +155,8 @@ class MessageReducer:
             (
                 (name, fn)
                 for name, fn in [("summarize_fn", config.summarize_fn), *named]
-                if fn is not None and is_async_callable(fn)
+                if fn is not None
+                and (is_async_callable(fn) or (isinstance(fn, Summarizer) and fn.async_only))
             ),
             None,
         )
@@ -146,13 +168,46 @@ class MessageReducer:
 
     def plan(self, messages: list[Any]) -> Plan:
         """Plan a reduce of ``messages`` without running any effect."""
+        return self._plan(messages, self.config, [], reserve=self._reserve())
+
+    def _plan(
+        self, messages: list[Any], config: ReducerConfig, keep: list[int], *, reserve: int
+    ) -> Plan:
         cache = self._token_counts
-        if self.config.token_mode and cache is not None:
+        if config.token_mode and cache is not None:
             # Views and counts of messages seen before come from the cache, so an append
             # loop reads and counts only the new messages.
             views, counts = cache.read(messages)
-            return make_plan(views, self.config, counts)
-        return make_plan(read_messages(messages), self.config, None)
+        else:
+            views, counts = read_messages(messages), None
+        plan = make_plan(views, config, counts, pinned=keep, reserve=reserve)
+        if plan.triggered and config.pin is not None:
+            # Pins matter only once the threshold is passed: ask the predicate only then.
+            pin = config.pin
+            if callable(pin):
+                pinned = [i for i, m in enumerate(messages) if pin(m)]
+            else:
+                pinned = [i for i, v in enumerate(views) if v.id is not None and v.id in pin]
+            if pinned:
+                plan = make_plan(views, config, counts, pinned=[*keep, *pinned], reserve=reserve)
+        return plan
+
+    def _reserve(self) -> int:
+        """Tokens kept free for the summary block: the built-in summariser's cap plus
+        the block's framing (token mode with ``inject_summary``)."""
+        if self._summary_reserve is None:
+            fn = self.config.summarize_fn
+            cache = self._token_counts
+            reserve = 0
+            if self.config.inject_summary and isinstance(fn, Summarizer) and cache is not None:
+                reserve = fn.max_tokens
+                if self.config.summary_message_factory is None:
+                    block = default_summary_messages_factory("", 1)
+                else:
+                    block = list(self.config.summary_message_factory("", 1))
+                reserve += sum(cache.counter(m) for m in block)
+            self._summary_reserve = reserve
+        return self._summary_reserve
 
     def count_tokens(self, messages: list[Any]) -> list[int]:
         """Per-message token counts with this reducer's counter.
@@ -171,14 +226,9 @@ class MessageReducer:
                 cache = self._token_counts
         return cache.counts(messages)
 
-    def _prepare(self, existing: Any, new: Any) -> tuple[list[Any], list[Any], list[Any], Plan]:
+    def _prepare(self, existing: Any, new: Any) -> tuple[list[Any], Plan]:
         messages = as_message_list(existing) + as_message_list(new)
-        plan = self.plan(messages)
-        if not plan.pruned:
-            return messages, messages, [], plan
-        gone = set(plan.pruned)
-        surviving = [m for i, m in enumerate(messages) if i not in gone]
-        return messages, surviving, [messages[i] for i in plan.pruned], plan
+        return messages, self.plan(messages)
 
     def _check_sync(self) -> None:
         if self._async_callable is not None:
@@ -188,14 +238,80 @@ class MessageReducer:
                 "reduce()"
             )
 
-    def _inject(self, surviving: list[Any], pruned: list[Any], plan: Plan, text: str) -> list[Any]:
+    # -- summaries: the decisions, no I/O ------------------------------------------------
+
+    def _to_summarize(self, messages: list[Any], plan: Plan) -> list[Any] | None:
+        """What ``summarize_fn`` gets, or ``None`` when this reduce needs no summary."""
+        if self.config.summarize_fn is None or not plan.pruned:
+            return None
+        pruned = [messages[i] for i in plan.pruned]
+        if self.config.inject_summary and all(is_injected(m) for m in pruned):
+            return None  # only a previous summary would go: it is never re-summarised alone
+        return pruned
+
+    def _outcome(
+        self, messages: list[Any], plan: Plan, text: str | None, failed: bool
+    ) -> ReducerResult:
+        """The result of a reduce whose summary (if any) is ``text``."""
+        if not plan.pruned:
+            return ReducerResult(messages, [], None)
+        config = self.config
+        if config.summarize_fn is not None and config.inject_summary:
+            if failed:
+                return self._fail_closed(messages, plan)
+            if text is None:  # nothing to fold: the previous summary stays where it is
+                return ReducerResult(messages, [], None)
+        surviving, pruned = _split(messages, plan.pruned)
+        if text is not None and config.inject_summary:
+            at = plan.insert_at
+            surviving[at:at] = self._block(text, pruned)
+        return ReducerResult(surviving, pruned, text, failed)
+
+    def _block(self, text: str, pruned: list[Any]) -> list[Any]:
+        count = covered(pruned)
         factory = self.config.summary_message_factory
-        if factory is None:
-            block = match_shape(default_summary_messages_factory(text, len(pruned)), pruned[0])
+        if factory is not None:
+            return list(factory(text, count))
+        block = default_summary_messages_factory(text, count, key=summary_key(pruned))
+        return match_shape(block, next((m for m in pruned if not is_injected(m)), pruned[0]))
+
+    def _fail_closed(self, messages: list[Any], plan: Plan) -> ReducerResult:
+        """The summary failed: keep everything unless that passes the hard limit, then
+        prune only what the limit forces (never the previous summary), without one."""
+        config = self.config
+        keep = [i for i in plan.pruned if is_injected(messages[i])]
+        if config.max_tokens is not None:
+            hard = replace(config, target_tokens=None)
+            limit = f"max_tokens={config.max_tokens}"
         else:
-            block = list(factory(text, len(pruned)))
-        at = plan.insert_at
-        return surviving[:at] + block + surviving[at:]
+            assert config.max_messages is not None  # a count-mode prune happened
+            bound = hard_message_limit(config.max_messages)
+            if len(messages) - plan.start <= bound:
+                return self._kept(messages, plan)
+            # The summary block counts towards the bound; the preserved first adds one.
+            rest = max(0, bound - len(keep))
+            hard = replace(config, min_messages=rest, max_messages=rest)
+            limit = f"{bound} messages"
+        forced = self._plan(messages, hard, keep, reserve=0)
+        if not forced.pruned:
+            return self._kept(messages, plan)
+        logger.warning(
+            "agentstate-reducer: no summary, and keeping everything would pass %s: pruned "
+            "%d messages without a summary",
+            limit,
+            len(forced.pruned),
+        )
+        surviving, pruned = _split(messages, forced.pruned)
+        return ReducerResult(surviving, pruned, None, summary_failed=True)
+
+    @staticmethod
+    def _kept(messages: list[Any], plan: Plan) -> ReducerResult:
+        logger.warning(
+            "agentstate-reducer: no summary; kept the %d messages it would have pruned "
+            "(the next prune retries)",
+            len(plan.pruned),
+        )
+        return ReducerResult(messages, [], None, summary_failed=True)
 
     def _to_deliver(self, pruned: list[Any]) -> list[Any]:
         if self._ledger is None:
@@ -206,6 +322,10 @@ class MessageReducer:
 
     def reduce(self, existing: Any = None, new: Any = None, namespace: Any = None) -> ReducerResult:
         """Concatenate ``existing + new`` and prune if over the threshold.
+
+        With ``inject_summary``, a failing or timed-out ``summarize_fn`` prunes nothing
+        (``summary_failed`` says so) unless keeping everything would pass the hard
+        limit: ``max_tokens``, or twice ``max_messages`` in count mode.
 
         Args:
             existing: the current history (a list, one message, or ``None``).
@@ -222,16 +342,18 @@ class MessageReducer:
                 hook errors are logged and skipped.
         """
         self._check_sync()
-        messages, surviving, pruned, plan = self._prepare(existing, new)
-        if not pruned:
+        messages, plan = self._prepare(existing, new)
+        if not plan.pruned:
             return ReducerResult(messages, [], None)
-        summary = None
-        if self.config.summarize_fn is not None:
-            summary = self._summarize(self.config.summarize_fn, pruned)
-        if summary is not None and self.config.inject_summary:
-            surviving = self._inject(surviving, pruned, plan, summary)
-        if self.config.on_prune:
-            deliver = self._to_deliver(pruned)
+        text, failed = None, False
+        batch = self._to_summarize(messages, plan)
+        if batch is not None:
+            assert self.config.summarize_fn is not None
+            text = self._summarize(self.config.summarize_fn, batch)
+            failed = text is None
+        result = self._outcome(messages, plan, text, failed)
+        if self.config.on_prune and result.pruned:
+            deliver = self._to_deliver(result.pruned)
             if deliver:
                 try:
                     for i, hook in enumerate(self.config.on_prune):
@@ -239,7 +361,7 @@ class MessageReducer:
                 except OutboxError:
                     self._release(deliver)
                     raise
-        return ReducerResult(surviving, pruned, summary)
+        return result
 
     def _release(self, deliver: list[Any]) -> None:
         # Nothing was stored durably: let the retried reduce() hand these over again.
@@ -251,7 +373,9 @@ class MessageReducer:
         try:
             text = fn(list(pruned))
         except Exception:
-            logger.exception("agentstate-reducer: summarize_fn failed; no summary this time")
+            logger.warning(
+                "agentstate-reducer: summarize_fn failed; no summary this time", exc_info=True
+            )
             return None
         _refuse_awaitable(text, "summarize_fn")
         return _as_summary(text)
@@ -272,36 +396,46 @@ class MessageReducer:
     async def areduce(
         self, existing: Any = None, new: Any = None, namespace: Any = None
     ) -> ReducerResult:
-        """Async :meth:`reduce`: the same plan, awaiting async ``summarize_fn`` and hooks."""
-        messages, surviving, pruned, plan = self._prepare(existing, new)
-        if not pruned:
+        """Async :meth:`reduce`: the same plan, awaiting async ``summarize_fn`` and hooks.
+
+        A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
+        ``acall`` (the model's ``ainvoke``)."""
+        messages, plan = self._prepare(existing, new)
+        if not plan.pruned:
             return ReducerResult(messages, [], None)
-        summary = None
+        text, failed = None, False
+        batch = self._to_summarize(messages, plan)
         fn = self.config.summarize_fn
-        if fn is not None:
+        if batch is not None and fn is not None:
             try:
-                text = fn(list(pruned))
-                if inspect.isawaitable(text):
-                    text = await text
-                summary = _as_summary(text)
+                if isinstance(fn, Summarizer):
+                    reply: Any = await fn.acall(list(batch))
+                else:
+                    reply = fn(list(batch))
+                    if inspect.isawaitable(reply):
+                        reply = await reply
+                text = _as_summary(reply)
             except Exception:
-                logger.exception("agentstate-reducer: summarize_fn failed; no summary this time")
-        if summary is not None and self.config.inject_summary:
-            surviving = self._inject(surviving, pruned, plan, summary)
-        if self.config.on_prune:
-            deliver = self._to_deliver(pruned)
+                logger.warning(
+                    "agentstate-reducer: summarize_fn failed; no summary this time",
+                    exc_info=True,
+                )
+            failed = text is None
+        result = self._outcome(messages, plan, text, failed)
+        if self.config.on_prune and result.pruned:
+            deliver = self._to_deliver(result.pruned)
             if deliver:
                 for i, hook in enumerate(self.config.on_prune):
                     try:
-                        result = hook(list(deliver), namespace)
-                        if inspect.isawaitable(result):
-                            await result
+                        returned = hook(list(deliver), namespace)
+                        if inspect.isawaitable(returned):
+                            await returned
                     except OutboxError:
                         self._release(deliver)
                         raise
                     except Exception:
                         logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
-        return ReducerResult(surviving, pruned, summary)
+        return result
 
     # -- LangGraph ---------------------------------------------------------------
 

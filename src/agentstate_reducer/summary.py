@@ -1,32 +1,138 @@
-"""Summary blocks: the default factory and fitting its messages to the conversation's shape."""
+"""Summaries: the built-in summariser, the default summary block and its ids, fitting it
+to the conversation's shape.
+
+A summary block is marked as the package's own through message metadata
+(:func:`~agentstate_reducer.messages.injected_kind`), never recognised by its wording,
+so the next fold hands the previous summary back to the summariser together with only
+the newly pruned messages.
+"""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Mapping
+import asyncio
+import hashlib
+import inspect
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ("SUMMARY_ACK", "default_summary_messages_factory", "match_shape")
+from .errors import ConfigError
+from .messages import (
+    AI,
+    HUMAN,
+    INJECTED_KEY,
+    SUMMARY_ACK_KIND,
+    SUMMARY_KIND,
+    TOOL,
+    injected_kind,
+    is_summary,
+    message_id,
+    message_parts,
+    summary_covers,
+)
+from .tokens import approximate_text_tokens
+
+__all__ = (
+    "DEFAULT_SUMMARY_TOKENS",
+    "SUMMARY_ACK",
+    "SUMMARY_PROMPT",
+    "Summarizer",
+    "default_summary_messages_factory",
+    "match_shape",
+    "render_messages",
+    "summarize_with",
+    "summary_key",
+)
+
+logger = logging.getLogger("agentstate_reducer")
 
 #: Text of the ai message that follows the injected summary.
 SUMMARY_ACK = "OK"
+#: Default cap on a summary's length, in tokens.
+DEFAULT_SUMMARY_TOKENS = 400
+
+#: The built-in summariser's instructions; ``{max_tokens}`` is filled in.
+SUMMARY_PROMPT = """\
+You keep the running summary of a conversation between a user and an AI agent. Older \
+messages are removed from the agent's context: your summary is all the agent will \
+still know about them, so whatever you leave out is lost.
+
+Write the new summary from the previous summary (if there is one) and the new \
+messages. Keep everything in the previous summary that is still true, and add what the \
+new messages contribute. Use these sections, in this order:
+
+## Goals and constraints
+What the user wants, and every requirement, preference, limit or deadline they set.
+## Facts
+Every concrete fact learned: numbers, amounts, dates, ids, names, references, codes, \
+paths. Copy each one verbatim, exactly as written; never round, convert or paraphrase it.
+## Decisions
+What was decided or done, and the tool results it rests on.
+## Open tasks
+What is still to do, or asked and not yet answered.
+
+Write only the summary, with no preamble. Do not invent anything. At most {max_tokens} \
+tokens."""
+
+_SHORTEN = (
+    "The summary below is {tokens} tokens long; the limit is {max_tokens}. Rewrite it "
+    "within the limit: keep the sections, every goal, constraint and open task, and every "
+    "number, id and name verbatim; drop wording, not facts.\n\n{summary}"
+)
+
+_LABELS = {HUMAN: "user", AI: "assistant", TOOL: "tool result"}
 
 
-def default_summary_messages_factory(summary: str, count: int) -> list[Any]:
+# -- the summary block ---------------------------------------------------------------
+
+
+def summary_key(pruned: Sequence[Any]) -> str:
+    """A digest of the pruned messages' ids (role and text for a message without one).
+
+    The same pruned messages give the same key, so the same reduce run twice (a retried
+    graph step, a checkpoint written again) injects the same summary ids.
+    """
+    digest = hashlib.sha256()
+    for message in pruned:
+        ident = message_id(message)
+        if ident is None:
+            parts = message_parts(message)
+            ident = "\x00".join(("", parts.role, *parts.texts))
+        digest.update(ident.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:24]
+
+
+def default_summary_messages_factory(
+    summary: str, count: int, *, key: str | None = None
+) -> list[Any]:
     """Build the default summary block: a user message carrying the summary, then ``"OK"``.
 
-    The block is a plain human/ai pair, so a later prune folds it into the next summary.
-    Returns OpenAI-style dicts with fresh ids; ``MessageReducer`` converts them to
-    LangChain messages when the conversation is made of those.
+    Both are marked as the package's own in their metadata (:data:`~agentstate_reducer.
+    messages.INJECTED_KEY`), so a later fold hands this summary back to the summariser
+    with the new messages, and :func:`~agentstate_reducer.messages.is_summary` finds it.
+    Ids derive from ``key`` (the reducer passes a digest of the pruned ids), else from
+    the text. Returns OpenAI-style dicts; ``MessageReducer`` converts them to LangChain
+    messages when the conversation is made of those.
     """
+    if key is None:
+        key = hashlib.sha256(f"{count}\x1f{summary}".encode("utf-8", "surrogatepass")).hexdigest()
+        key = key[:24]
     noun = "message" if count == 1 else "messages"
     return [
         {
             "role": "user",
             "content": f"Summary of the {count} earlier {noun}:\n{summary}",
-            "id": f"summary-{uuid.uuid4().hex}",
+            "id": f"summary-{key}",
+            INJECTED_KEY: {"kind": SUMMARY_KIND, "covers": count},
         },
-        {"role": "assistant", "content": SUMMARY_ACK, "id": f"summary-ack-{uuid.uuid4().hex}"},
+        {
+            "role": "assistant",
+            "content": SUMMARY_ACK,
+            "id": f"summary-ack-{key}",
+            INJECTED_KEY: {"kind": SUMMARY_ACK_KIND},
+        },
     ]
 
 
@@ -44,8 +150,9 @@ def _uses_langchain_roles(sample: Mapping[str, Any]) -> bool:
 def match_shape(block: list[Any], sample: object) -> list[Any]:
     """Convert the default factory's dicts to the kind of message ``sample`` is.
 
-    LangChain messages become ``HumanMessage``/``AIMessage``; dicts using LangChain
-    role names (``human``/``ai``) get those; anything else is left as it is.
+    LangChain messages become ``HumanMessage``/``AIMessage`` carrying the marker in
+    ``additional_kwargs``; dicts using LangChain role names (``human``/``ai``) get
+    those; anything else is left as it is.
     """
     if _is_langchain(sample):
         from langchain_core.messages import AIMessage, HumanMessage
@@ -53,10 +160,298 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
         out: list[Any] = []
         for message in block:
             cls = HumanMessage if message["role"] == "user" else AIMessage
-            out.append(cls(content=message["content"], id=message["id"]))
+            extra = {INJECTED_KEY: message[INJECTED_KEY]} if INJECTED_KEY in message else {}
+            out.append(cls(content=message["content"], id=message["id"], additional_kwargs=extra))
         return out
     if isinstance(sample, Mapping) and _uses_langchain_roles(sample):
         key = "role" if "role" in sample else "type"
         names = {"user": "human", "assistant": "ai"}
-        return [{key: names[m["role"]], "content": m["content"], "id": m["id"]} for m in block]
+        if key == "role":
+            return [{**m, "role": names[m["role"]]} for m in block]
+        return [_renamed(m, names) for m in block]
     return block
+
+
+def _renamed(message: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    out = {"type": names[message["role"]]}
+    out.update((k, v) for k, v in message.items() if k != "role")
+    return out
+
+
+# -- the built-in summariser ---------------------------------------------------------
+
+
+def render_messages(messages: Sequence[Any]) -> str:
+    """Messages as plain text for a summary prompt: one ``[role] text`` entry each,
+    tool calls as ``name(arguments)``; never ``str()`` of a structure."""
+    lines: list[str] = []
+    for i, message in enumerate(messages):
+        parts = message_parts(message, i)
+        label = _LABELS.get(parts.role, parts.role or "message")
+        text = "\n".join(t for t in parts.texts if t.strip())
+        if text:
+            lines.append(f"[{label}] {text}")
+        for name, args in parts.tool_calls:
+            lines.append(f"[{label} called {name}({args})]")
+        if not text and not parts.tool_calls:
+            lines.append(f"[{label}] (no text)")
+    return "\n".join(lines)
+
+
+def _reply_text(reply: object) -> str:
+    if isinstance(reply, str):
+        return reply
+    if reply is None:
+        return ""
+    if getattr(reply, "content", None) is None and not isinstance(reply, Mapping):
+        return str(reply)
+    return "\n".join(message_parts(reply).texts)
+
+
+class Summarizer:
+    """A ``summarize_fn`` that folds the previous summary and the newly pruned messages
+    into one summary with a fixed structure. Build one with :func:`summarize_with`.
+
+    Called with what a reduce pruned, it finds the previous summary among them by its
+    metadata (:func:`~agentstate_reducer.messages.is_summary`), drops the
+    acknowledgement, and asks the model for a new summary of the previous one plus the
+    other messages only, so a fold costs what was pruned, not the whole history. It
+    never summarises a summary on its own, never returns empty text (it raises, so the
+    reducer keeps the messages), and keeps its answer within :attr:`max_tokens`.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        max_tokens: int = DEFAULT_SUMMARY_TOKENS,
+        instructions: str = SUMMARY_PROMPT,
+        timeout: float | None = None,
+        count_tokens: Callable[[str], int] = approximate_text_tokens,
+    ) -> None:
+        if not (callable(getattr(model, "invoke", None)) or callable(model)):
+            raise ConfigError(
+                f"model must be a chat model with invoke() or a callable(str) -> str, "
+                f"got {model!r}"
+            )
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise ConfigError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
+        if not isinstance(instructions, str) or not instructions.strip():
+            raise ConfigError(f"instructions must be a non-empty string, got {instructions!r}")
+        #: The chat model (``invoke``/``ainvoke``) or ``callable(str) -> str``.
+        self.model = model
+        #: The cap on a summary's length, in tokens; the reducer reserves this much.
+        self.max_tokens = max_tokens
+        #: Seconds one model call may take before the fold counts as failed.
+        self.timeout = timeout
+        #: The instructions (system prompt).
+        self.instructions = instructions.replace("{max_tokens}", str(max_tokens))
+        self._count_tokens = count_tokens
+
+    def __repr__(self) -> str:
+        return f"summarize_with({self.model!r}, max_tokens={self.max_tokens!r})"
+
+    @property
+    def async_only(self) -> bool:
+        """True when the model can only be awaited (no ``invoke``, an async callable)."""
+        if callable(getattr(self.model, "invoke", None)):
+            return False
+        call = getattr(type(self.model), "__call__", None)  # noqa: B004
+        return inspect.iscoroutinefunction(self.model) or inspect.iscoroutinefunction(call)
+
+    # -- the pure part ---------------------------------------------------------------
+
+    def prompt(self, pruned: Sequence[Any]) -> str:
+        """The user part of the fold's prompt: the previous summary, then the new messages.
+
+        Raises:
+            ValueError: ``pruned`` holds no message but summaries (nothing to fold).
+        """
+        previous = [m for m in pruned if is_summary(m)]
+        new = [m for m in pruned if injected_kind(m) is None]
+        if not new:
+            raise ValueError("nothing to summarise: the pruned messages are all summaries")
+        sections = []
+        if previous:
+            text = "\n\n".join("\n".join(message_parts(m).texts) for m in previous)
+            sections.append(f"<previous_summary>\n{text}\n</previous_summary>")
+        else:
+            sections.append("<previous_summary>\n(none yet)\n</previous_summary>")
+        sections.append(f"<new_messages>\n{render_messages(new)}\n</new_messages>")
+        return "\n\n".join(sections)
+
+    def _request(self, text: str) -> Any:
+        if callable(getattr(self.model, "invoke", None)):
+            return [
+                {"role": "system", "content": self.instructions},
+                {"role": "user", "content": text},
+            ]
+        return f"{self.instructions}\n\n{text}"
+
+    def _checked(self, reply: object) -> tuple[str, int]:
+        text = _reply_text(reply).strip()
+        if not text:
+            raise ValueError(f"the summary model returned no text ({reply!r:.80})")
+        return text, self._count_tokens(text)
+
+    def _cut(self, text: str, tokens: int) -> str:
+        logger.warning(
+            "agentstate-reducer: the summary is still %d tokens after a rewrite (cap %d); "
+            "cut to the cap at a line break",
+            tokens,
+            self.max_tokens,
+        )
+        kept: list[str] = []
+        for line in text.splitlines():
+            if self._count_tokens("\n".join([*kept, line])) > self.max_tokens:
+                break
+            kept.append(line)
+        return "\n".join(kept) or text[: self.max_tokens]
+
+    # -- sync ------------------------------------------------------------------------
+
+    def _call(self, text: str) -> Any:
+        invoke = getattr(self.model, "invoke", None)
+        request = self._request(text)
+        run: Callable[[], Any] = (
+            (lambda: invoke(request)) if callable(invoke) else (lambda: self.model(request))
+        )
+        reply = run() if self.timeout is None else _run_with_timeout(run, self.timeout)
+        if inspect.isawaitable(reply):
+            close = getattr(reply, "close", None)
+            if close is not None:
+                close()
+            raise TypeError(
+                f"the summary model {self.model!r} is async; call 'await reducer.areduce(...)'"
+            )
+        return reply
+
+    def __call__(self, pruned: list[Any]) -> str:
+        """Summarise ``pruned`` (the previous summary plus new messages) with the model."""
+        text, tokens = self._checked(self._call(self.prompt(pruned)))
+        if tokens > self.max_tokens:
+            text, tokens = self._checked(self._call(self._shorten(text, tokens)))
+            if tokens > self.max_tokens:
+                text = self._cut(text, tokens)
+        return text
+
+    def _shorten(self, text: str, tokens: int) -> str:
+        return _SHORTEN.format(tokens=tokens, max_tokens=self.max_tokens, summary=text)
+
+    # -- async -----------------------------------------------------------------------
+
+    async def _acall(self, text: str) -> Any:
+        request = self._request(text)
+        ainvoke = getattr(self.model, "ainvoke", None)
+        invoke = getattr(self.model, "invoke", None)
+        pending: Any
+        if callable(ainvoke):
+            pending = ainvoke(request)
+        elif callable(invoke):
+            pending = asyncio.to_thread(invoke, request)
+        elif self.async_only:
+            pending = self.model(request)
+        else:  # a blocking callable: off the event loop
+            pending = asyncio.to_thread(self.model, request)
+        if self.timeout is None:
+            return await pending
+        try:
+            return await asyncio.wait_for(pending, self.timeout)
+        except asyncio.TimeoutError as exc:
+            raise TimeoutError(
+                f"the summary model took longer than timeout={self.timeout!r} s"
+            ) from exc
+
+    async def acall(self, pruned: list[Any]) -> str:
+        """Async :meth:`__call__`: ``ainvoke`` when the model has it (``areduce`` uses this)."""
+        text, tokens = self._checked(await self._acall(self.prompt(pruned)))
+        if tokens > self.max_tokens:
+            text, tokens = self._checked(await self._acall(self._shorten(text, tokens)))
+            if tokens > self.max_tokens:
+                text = self._cut(text, tokens)
+        return text
+
+
+def _run_with_timeout(run: Callable[[], Any], timeout: float) -> Any:
+    """``run()`` on a daemon thread; ``TimeoutError`` when it takes longer than ``timeout``.
+
+    A model call cannot be interrupted, so a late one finishes on its own thread and
+    its answer is dropped; the reduce goes on without waiting for it.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["reply"] = run()
+        except BaseException as exc:  # handed back to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="agentstate-reducer-summary", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"the summary model took longer than timeout={timeout!r} s")
+    if "error" in box:
+        raise box["error"]
+    return box["reply"]
+
+
+def summarize_with(
+    model: Any,
+    *,
+    max_tokens: int = DEFAULT_SUMMARY_TOKENS,
+    instructions: str = SUMMARY_PROMPT,
+    timeout: float | None = None,
+    count_tokens: Callable[[str], int] = approximate_text_tokens,
+) -> Summarizer:
+    """Build the built-in summariser, for ``ReducerConfig(summarize_fn=...)``.
+
+    Args:
+        model: a LangChain chat model, or anything with ``invoke`` (and optionally
+            ``ainvoke``), called with a system and a user message; or a
+            ``callable(str) -> str`` (sync or async) called with the whole prompt.
+            Nothing is imported from any framework.
+        max_tokens: the cap on the summary's length. The prompt states it; a longer
+            answer is rewritten once, then cut at a line break. In token mode the
+            reducer keeps this much room for the summary block.
+        instructions: the system prompt; ``{max_tokens}`` is filled in. The default,
+            :data:`SUMMARY_PROMPT`, keeps goals and constraints, facts with their
+            numbers, ids and names verbatim, decisions and open tasks.
+        timeout: seconds a model call may take; longer counts as a failed fold (the
+            reducer keeps the messages and retries on the next prune).
+        count_tokens: ``callable(text) -> int`` measuring the summary against the cap.
+
+    Returns:
+        A :class:`Summarizer`: ``reduce()`` calls it, ``areduce()`` awaits its
+        :meth:`~Summarizer.acall`.
+
+    Example:
+        >>> from agentstate_reducer import MessageReducer, ReducerConfig, summarize_with
+        >>> reducer = MessageReducer(config=ReducerConfig(
+        ...     max_tokens=8000, target_tokens=6000, inject_summary=True,
+        ...     summarize_fn=summarize_with(lambda prompt: "## Facts\\n- ...")))
+    """
+    return Summarizer(
+        model,
+        max_tokens=max_tokens,
+        instructions=instructions,
+        timeout=timeout,
+        count_tokens=count_tokens,
+    )
+
+
+def covered(pruned: Sequence[Any]) -> int:
+    """How many conversation messages a summary of ``pruned`` covers: the new ones plus
+    those the previous summaries among them covered."""
+    total = 0
+    for message in pruned:
+        kind = injected_kind(message)
+        if kind is None:
+            total += 1
+        elif kind == SUMMARY_KIND:
+            total += summary_covers(message)
+    return total
