@@ -99,11 +99,14 @@ def test_reduce_request_objects_keep_their_other_keys(name: str) -> None:
 
 def test_reduce_anthropic_request_puts_system_back_at_the_top() -> None:
     original = fixture("anthropic_request.json")
-    out = json.loads(ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL))
+    proc = run("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--start-on", "none")
+    out = json.loads(proc.stdout)
     assert out["system"] == original["system"]
     assert all(m["role"] != "system" for m in out["messages"])
-    # The top-level system counts as the preserved first message; 3 recent messages remain.
+    # The top-level system counts as the preserved first message; 3 recent messages remain,
+    # opening with the assistant, which Anthropic rejects: exit status 3.
     assert out["messages"] == original["messages"][-3:]
+    assert proc.returncode == 3
     assert out["model"] == original["model"]
 
 
@@ -112,8 +115,12 @@ def test_anthropic_start_on_human_keeps_the_request_valid() -> None:
     out = json.loads(
         ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--start-on", "human")
     )
-    assert out["messages"] == original["messages"][-2:]
+    # The cut moves back to the question of the turn it fell in.
+    assert out["messages"] == original["messages"][-6:]
     assert out["messages"][0]["role"] == "user"
+    # The default for an Anthropic request.
+    default = json.loads(ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL))
+    assert default == out
 
 
 def test_reduce_jsonl_writes_jsonl() -> None:
@@ -162,7 +169,9 @@ def test_token_mode_fits_target() -> None:
 
 
 def test_no_cascade_keeps_tool_results_of_pruned_calls() -> None:
-    out = json.loads(ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--no-cascade"))
+    proc = run("reduce", str(FIXTURES / "list.json"), *SMALL, "--no-cascade")
+    assert proc.returncode == 3  # orphaned results: the output breaks OpenAI's rules
+    out = json.loads(proc.stdout)
     tools = [m for m in out if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tools] == ["call_1", "call_2", "call_3", "call_4"]
     with_cascade = json.loads(ok("reduce", str(FIXTURES / "list.json"), *SMALL))
@@ -221,7 +230,7 @@ def test_explain_tokens_column_matches_the_counter() -> None:
 
 
 def test_explain_no_cascade_and_never_pruned_role() -> None:
-    text = ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--no-cascade", "--explain")
+    text = run("reduce", str(FIXTURES / "list.json"), *SMALL, "--no-cascade", "--explain").stdout
     rows = explain_rows(text)
     assert rows["3"][2:4] == ["kept", "never-pruned role"]
     assert "no cascade" in text
@@ -249,7 +258,7 @@ def test_explain_exchange_in_progress(tmp_path: Path) -> None:
     path = write(tmp_path, "progress.json", json.dumps(messages))
     rows = explain_rows(ok("reduce", path, "--max-messages", "4", "--min-messages", "1",
                            "--explain"))
-    assert [rows[str(i)][2:4] for i in (5, 6, 7)] == [["kept", "exchange in progress"]] * 3
+    assert [rows[str(i)][2:4] for i in (5, 6, 7)] == [["kept", "current turn"]] * 3
     assert rows["4"][2:4] == ["pruned", "in window"]
 
 
@@ -276,7 +285,13 @@ def test_explain_start_on_human() -> None:
         "reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--start-on", "human",
         "--explain",
     )
-    assert explain_rows(text)["11"][2:4] == ["pruned", "start_on human"]
+    rows = explain_rows(text)
+    assert rows["7"][2:4] == ["pruned", "in window"]
+    assert rows["8"][2:4] == ["kept", "recent tail"]  # the question of the turn cut into
+    assert "over: 7 messages kept, over the budget of 8" not in text
+    default = ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--explain")
+    assert "start_on human: the default for an Anthropic request" in default
+    assert explain_rows(default) == rows
 
 
 @pytest.mark.parametrize(
@@ -305,11 +320,13 @@ def test_explain_with_out_writes_the_file_too(tmp_path: Path) -> None:
 
 def test_explain_checks_provider_rules_of_input_and_output() -> None:
     path = str(FIXTURES / "anthropic_request.json")
-    text = ok("reduce", path, *SMALL, "--explain")
+    proc = run("reduce", path, *SMALL, "--start-on", "none", "--explain")
+    assert proc.returncode == 3
+    text = proc.stdout
     assert "anthropic rules, input: OK" in text
     assert "anthropic rules, output: 1 problem\n  message 11: " in text
     assert "[first-not-user]\n    fix: " in text
-    fixed = ok("reduce", path, *SMALL, "--start-on", "human", "--explain")
+    fixed = ok("reduce", path, *SMALL, "--explain")
     assert "anthropic rules, output: OK" in fixed
 
 
@@ -329,18 +346,23 @@ def test_explain_reports_a_broken_input(tmp_path: Path) -> None:
 def test_provider_option_overrides_the_detected_shape() -> None:
     path = str(FIXTURES / "list.json")
     assert "openai rules, output: OK" in ok("reduce", path, *SMALL, "--explain")
+    proc = run("reduce", path, *SMALL, "--explain", "--provider", "anthropic", "--start-on", "none")
+    assert proc.returncode == 3
+    assert "anthropic rules, output: 1 problem" in proc.stdout
+    assert "[first-not-user]" in proc.stdout
     text = ok("reduce", path, *SMALL, "--explain", "--provider", "anthropic")
-    assert "anthropic rules, output: 1 problem" in text and "[first-not-user]" in text
+    assert "anthropic rules, output: OK" in text and "start_on human: the default" in text
 
 
 def test_reduce_warns_on_stderr_when_the_output_breaks_the_rules() -> None:
     path = str(FIXTURES / "anthropic_request.json")
-    proc = run("reduce", path, *SMALL)
-    assert proc.returncode == 0
+    proc = run("reduce", path, *SMALL, "--start-on", "none")
+    assert proc.returncode == 3
     assert json.loads(proc.stdout)["messages"][0]["role"] == "assistant"
     assert proc.stderr.startswith("agentstate-reducer: warning: the output breaks anthropic rules")
     assert "[first-not-user]; fix: " in proc.stderr
-    assert run("reduce", path, *SMALL, "--start-on", "human").stderr == ""
+    default = run("reduce", path, *SMALL)
+    assert (default.returncode, default.stderr) == (0, "")
 
 
 def test_trim_that_splits_a_pair_is_flagged() -> None:
@@ -348,10 +370,10 @@ def test_trim_that_splits_a_pair_is_flagged() -> None:
     original = fixture("list.json")
     budget = str(sum(approximate_token_count(m) for m in original[12:]))
     proc = run("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs")
-    assert proc.returncode == 0
+    assert proc.returncode == 3
     assert "message 12: tool result answers 'call_4'" in proc.stderr
     assert "[orphan-result]" in proc.stderr
-    text = ok("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs", "--explain")
+    text = run("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs", "--explain").stdout
     assert "openai rules, output: 1 problem\n  message 12: " in text
     assert run("trim", path, "--max-tokens", budget).stderr == ""
 
@@ -531,9 +553,14 @@ def test_trim_anthropic_include_system_and_start_on() -> None:
 
 
 def test_trim_without_include_system_drops_the_anthropic_system() -> None:
-    out = json.loads(ok("trim", str(FIXTURES / "anthropic_request.json"), "--max-tokens", "60"))
+    path = str(FIXTURES / "anthropic_request.json")
+    out = json.loads(ok("trim", path, "--max-tokens", "60"))
     assert "system" not in out
-    assert out["messages"] == fixture("anthropic_request.json")["messages"][-3:]
+    # start_on human is the default for an Anthropic request.
+    assert out["messages"] == fixture("anthropic_request.json")["messages"][-2:]
+    proc = run("trim", path, "--max-tokens", "60", "--start-on", "none")
+    assert proc.returncode == 3
+    assert json.loads(proc.stdout)["messages"] == fixture("anthropic_request.json")["messages"][-3:]
 
 
 def test_trim_keeps_tool_pairs_unless_told_not_to() -> None:
@@ -542,7 +569,7 @@ def test_trim_keeps_tool_pairs_unless_told_not_to() -> None:
     # A budget that reaches back to the tool result at 12 but not to its call at 11.
     budget = str(sum(approximate_token_count(m) for m in original[12:]))
     assert json.loads(ok("trim", path, "--max-tokens", budget)) == original[13:]
-    split = json.loads(ok("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs"))
+    split = json.loads(run("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs").stdout)
     assert split == original[12:]
     assert split[0]["role"] == "tool"
 

@@ -20,7 +20,7 @@ from strategies import histories
 
 from agentstate_reducer import MessageReducer, ReducerConfig, trim_messages, validate_history
 from agentstate_reducer.messages import read_message, read_messages
-from agentstate_reducer.plan import IN_PROGRESS, START_ON, make_plan
+from agentstate_reducer.plan import make_plan
 
 COMBOS = [
     (provider, mode, preserve_first, inject_summary, start_on)
@@ -136,6 +136,8 @@ def test_start_on_human_kept_tail_starts_with_a_human_message(
     if not plan.pruned:
         return
     views = read_messages(history)
+    if not any(v.role == "human" and not v.answers for v in views[plan.start :]):
+        return  # no question to open the tail with: the cut stays where the window put it
     gone = set(plan.pruned)
     head_calls = set(views[0].calls) if config.preserve_first else set()
     for i in range(plan.start, len(views)):
@@ -144,22 +146,28 @@ def test_start_on_human_kept_tail_starts_with_a_human_message(
             continue
         if view.answers and set(view.answers) <= head_calls:
             continue  # results of the preserved first message's calls stay with it
-        # The first kept message of the tail: a human turn, or the tool exchange in
-        # progress when no human message opens it (which plan.py never prunes).
-        assert (view.role == "human" and not view.answers) or plan.reason(i)[0] == IN_PROGRESS
+        # The first kept message of the tail is a human question.
+        assert view.role == "human" and not view.answers, plan.reason(i)
         break
 
 
 @settings(max_examples=200, deadline=None)
 @given(history=histories(openai_only=True), least=st.integers(0, 8), extra=st.integers(0, 8))
-def test_start_on_human_only_adds_prunes(history: list[Any], least: int, extra: int) -> None:
+def test_start_on_human_in_count_mode_only_keeps_more(
+    history: list[Any], least: int, extra: int
+) -> None:
     base = {"min_messages": least, "max_messages": least + extra}
     views = read_messages(history)
     without = make_plan(views, ReducerConfig(**base))
     with_human = make_plan(views, ReducerConfig(**base, start_on="human"))
-    assert set(without.pruned) <= set(with_human.pruned)
-    extra_reasons = {with_human.why[i][0] for i in set(with_human.pruned) - set(without.pruned)}
-    assert extra_reasons <= {START_ON, "cascade"}
+    humans = [
+        i for i, v in enumerate(views) if i >= without.start and v.role == "human" and not v.answers
+    ]
+    if humans and humans[0] <= without.cut:
+        # The cut moves back to the question of the turn it falls in: nothing more goes.
+        assert set(with_human.pruned) <= set(without.pruned)
+    if humans:
+        assert humans[-1] not in with_human.pruned
 
 
 def test_without_start_on_an_anthropic_history_can_start_with_the_assistant() -> None:
@@ -176,7 +184,7 @@ def test_without_start_on_an_anthropic_history_can_start_with_the_assistant() ->
     assert [p.rule for p in validate_history(cut, provider="anthropic")] == ["first-not-user"]
     config = ReducerConfig(min_messages=1, max_messages=3, start_on="human")
     cut = MessageReducer(config=config).reduce(history).surviving
-    assert cut == history[:1]
+    assert cut == [history[0], *history[3:]]  # back to the question of the last turn
     assert validate_history(cut, provider="anthropic") == []
 
 
@@ -191,9 +199,9 @@ def test_start_on_human_keeps_the_results_of_a_preserved_first_call() -> None:
     ]
     config = ReducerConfig(min_messages=0, max_messages=0, start_on="human")
     plan = make_plan(read_messages(history), config)
-    assert plan.pruned == (2, 3, 4)
+    assert plan.pruned == (2,)  # the latest question and its answer survive
     surviving = MessageReducer(config=config).reduce(history).surviving
-    assert surviving == history[:2]
+    assert surviving == [*history[:2], *history[3:]]
     assert validate_history(surviving, provider="openai") == []
 
 

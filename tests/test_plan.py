@@ -11,8 +11,10 @@ from agentstate_reducer import ReducerConfig
 from agentstate_reducer.messages import PRUNABLE_ROLES, MessageView, read_messages
 from agentstate_reducer.plan import (
     CASCADE,
+    CURRENT_TURN,
     IN_PROGRESS,
     NEVER_PRUNED,
+    OLD_STEP,
     ORPHAN,
     PRESERVED_FIRST,
     RECENT,
@@ -20,6 +22,9 @@ from agentstate_reducer.plan import (
     UNDER_THRESHOLD,
     WINDOW,
     Plan,
+    Turn,
+    current_turn,
+    dangling_calls,
     make_plan,
 )
 
@@ -114,7 +119,7 @@ def test_anthropic_tool_result_turn_cascades_but_is_not_pruned_directly() -> Non
     assert make_plan(first_kept, count_config(1, 2)).pruned == (2,)
 
 
-def test_the_exchange_in_progress_is_never_pruned() -> None:
+def test_the_current_turn_is_never_pruned() -> None:
     views = [
         V("system"),
         V("human"),
@@ -126,15 +131,154 @@ def test_the_exchange_in_progress_is_never_pruned() -> None:
         V("tool", answers=("b",)),
     ]
     plan = make_plan(views, count_config(1, 2))
-    # The agent is between tool calls: its latest call, the result so far and the
-    # question that opened the turn stay, or it would call the tool again forever.
-    assert plan.pruned == (1, 2, 4, 5)
-    assert plan.protected == (3, 6, 7)
-    assert plan.reason(6) == (IN_PROGRESS, None)
+    # The agent is between tool calls: every step of its turn and the question that
+    # opened it stay, or it would call a tool whose result it lost again, forever.
+    assert plan.pruned == (1, 2)
+    assert plan.protected == (3, 4, 5, 6, 7)
+    assert plan.reason(4) == (CURRENT_TURN, None)
+    assert IN_PROGRESS == CURRENT_TURN
+    assert plan.turn == Turn(opener=3, begin=3, steps=((4, 5), (6, 7)))
     pending = [V("system"), V("human"), V("ai"), V("human"), V("ai", calls=("z",))]
     assert make_plan(pending, count_config(0, 1)).pruned == (1, 2)
+    # A finished turn stays the current turn until the next human message.
     finished = [*views, V("ai")]
-    assert make_plan(finished, count_config(1, 2)).protected == ()
+    assert make_plan(finished, count_config(1, 2)).protected == (3, 4, 5, 6, 7, 8)
+    nxt = make_plan([*finished, V("human")], count_config(1, 2))
+    assert nxt.protected == ()
+    assert nxt.pruned == (1, 2, 3, 4, 5, 6, 7, 8)
+
+
+def steps_turn(tag: str, k: int, final: bool = True) -> list[MessageView]:
+    out = [V("human")]
+    for s in range(k):
+        out += [V("ai", calls=(f"{tag}{s}",)), V("tool", answers=(f"{tag}{s}",))]
+    return out + ([V("ai")] if final else [])
+
+
+def test_count_mode_keeps_a_turn_longer_than_max_messages() -> None:
+    views = [V("system"), *steps_turn("a", 2), *steps_turn("b", 5, final=False)]
+    plan = make_plan(views, count_config(4, 8))
+    first_b = 7
+    assert plan.pruned == tuple(range(1, first_b))
+    assert plan.kept == 1 + 11 > 8
+    assert plan.over_budget and plan.over_target
+    assert plan.over_because == (CURRENT_TURN,)
+    assert [s[0] for s in plan.turn.steps] == [8, 10, 12, 14, 16]
+
+
+def test_token_mode_keeps_the_turn_whole_while_it_fits_max_tokens() -> None:
+    views = [V("system"), *steps_turn("a", 1), *steps_turn("b", 3, final=False)]
+    counts = [10, 5, 5, 50, 5, 5, 5, 60, 5, 60, 5, 60]
+    # The turn (5 + 3 * 65 = 200) with the system prompt fits max_tokens, not target.
+    plan = make_plan(views, token_config(220, 150), counts)
+    assert plan.pruned == (1, 2, 3, 4)
+    assert plan.dropped_steps == 0
+    assert plan.kept_tokens == 210
+    assert plan.over_target and not plan.over_budget
+    assert plan.over_because == (CURRENT_TURN,)
+
+
+def test_token_mode_drops_the_oldest_whole_steps_of_a_turn_over_max_tokens() -> None:
+    views = [V("system"), *steps_turn("a", 1), *steps_turn("b", 5, final=False)]
+    counts = [10, 5, 5, 5, 5, 5] + [5, 60] * 5
+    plan = make_plan(views, token_config(250, 160), counts)
+    # 10 + 5 + 5 * 65 = 340 > 250: steps go, oldest first, until 160 fits: two stay.
+    assert plan.dropped_steps == 3
+    assert plan.kept_tokens == 10 + 5 + 2 * 65
+    opener = 5
+    assert opener not in plan.pruned
+    assert plan.reason(6) == (OLD_STEP, None)
+    assert plan.reason(7) == (CASCADE, 6)
+    assert plan.pruned == (1, 2, 3, 4, 6, 7, 8, 9, 10, 11)
+    assert plan.protected == (5, 12, 13, 14, 15)
+    # The latest step is never dropped, even when it alone is over the budget.
+    counts[-1] = 500
+    alone = make_plan(views, token_config(250, 160), counts)
+    assert alone.dropped_steps == 4
+    assert alone.protected == (5, 14, 15)
+    assert alone.over_budget and alone.over_because == (CURRENT_TURN,)
+
+
+def test_start_on_human_moves_the_count_cut_back_to_the_turns_question() -> None:
+    views = [V("system"), *steps_turn("a", 3), *steps_turn("b", 3), V("human")]
+    plain = make_plan(views, count_config(4, 8))
+    assert plain.cut == len(views) - 4
+    strict = make_plan(views, count_config(4, 8, start_on="human"))
+    opener_b = 9
+    assert strict.cut == opener_b
+    assert strict.pruned == tuple(range(1, opener_b))
+    assert strict.kept >= 4 + 1
+    assert strict.over_because == (START_ON,)
+    # min_messages=0 still keeps the latest question.
+    assert make_plan(views, count_config(0, 8, start_on="human")).pruned == tuple(
+        range(1, len(views) - 1)
+    )
+
+
+def test_start_on_human_never_empties_a_reduce_loop() -> None:
+    reducer_cfg = count_config(4, 8, start_on="human")
+    history = [V("system")]
+    for t in range(100):
+        history = history + steps_turn(f"t{t}.", 3)
+        plan = make_plan(history, reducer_cfg)
+        gone = set(plan.pruned)
+        history = [v for i, v in enumerate(history) if i not in gone]
+        assert any(v.role == "human" for v in history)
+        assert history[-1].role == "ai" and not history[-1].calls
+
+
+def test_start_on_human_token_cut_moves_forward_but_never_into_the_current_turn() -> None:
+    views = [V("system"), V("human"), V("ai"), V("ai"), V("human"), V("ai")]
+    counts = [1, 10, 10, 10, 10, 10]
+    plan = make_plan(views, token_config(45, 35), counts)
+    assert plan.pruned == (1, 2)
+    strict = make_plan(views, token_config(45, 35, start_on="human"), counts)
+    assert strict.pruned == (1, 2, 3)
+    assert strict.reason(3) == (START_ON, None)
+    # Even when the latest question does not fit, it stays.
+    tiny = make_plan(views, token_config(5, 5, start_on="human"), counts)
+    assert tiny.pruned == (1, 2, 3)
+    assert make_plan(views, token_config(5, 5), counts).pruned == (1, 2, 3, 4, 5)
+
+
+def test_current_turn_links_results_to_their_step() -> None:
+    views = [
+        V("human"),
+        V("ai", calls=("x",)),
+        V("human", answers=("x",)),
+        V("human"),
+        V("ai"),
+        V("ai", calls=("a", "b")),
+        V("tool", answers=("b",)),
+        V("human", answers=("a",)),
+        V("tool", answers=("x",)),  # answers a call made before the turn: no step's
+        V("ai", calls=("c",)),
+    ]
+    turn = current_turn(views)
+    assert turn == Turn(opener=3, begin=3, steps=((5, 6, 7), (9,)))
+    assert turn.active and turn.body == 4
+    assert current_turn([V("system"), V("ai", calls=("a",))], 1) == Turn(None, 1, ((1,),))
+    assert not current_turn([V("human"), V("ai")]).active
+
+
+def test_dangling_calls_are_dead_only_when_the_conversation_moved_on() -> None:
+    views = [
+        V("human"),
+        V("ai", calls=("x", "y")),
+        V("tool", answers=("x",)),
+        V("human"),
+        V("ai", calls=("z",)),
+    ]
+    assert dangling_calls(views) == ((1, ("y",)),)
+    assert dangling_calls([*views, V("tool", answers=("z",))]) == ((1, ("y",)),)
+    assert dangling_calls([*views, V("human")]) == ((1, ("y",)), (4, ("z",)))
+    assert dangling_calls([V("ai", calls=("p",)), V("ai")]) == ((0, ("p",)),)
+
+
+def test_counts_by_reason() -> None:
+    views = [V("system"), V("human"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("human")]
+    plan = make_plan(views, count_config(1, 2))
+    assert plan.counts_by_reason() == {WINDOW: 2, CASCADE: 1}
 
 
 def test_summary_goes_where_the_pruned_block_was() -> None:
@@ -156,9 +300,12 @@ def test_start_on_human_prunes_until_a_human_turn() -> None:
     ]
     plain = make_plan(views, count_config(4, 5))
     assert plain.pruned == (1, 2, 3)
+    # The cut falls inside the first turn: it moves back to that turn's question.
     strict = make_plan(views, count_config(4, 5, start_on="human"))
-    assert strict.pruned == (1, 2, 3, 4)
-    assert strict.reason(4) == (START_ON, None)
+    assert strict.pruned == ()
+    assert strict.over_budget and strict.over_because == (START_ON,)
+    later = make_plan([*views, V("human"), V("ai")], count_config(2, 5, start_on="human"))
+    assert later.pruned == (1, 2, 3, 4, 5, 6)
     assert make_plan(views, count_config(0, 10, start_on="human")).pruned == ()
 
 
@@ -259,34 +406,72 @@ def histories(draw: st.DrawFn) -> list[MessageView]:
     return views
 
 
-def in_progress(views: list[MessageView], start: int) -> set[int]:
-    """The trailing tool exchange and the question that opened it, found the slow way."""
-    plain = [k for k in range(start, len(views)) if not views[k].answers]
-    if not plain or views[plain[-1]].role != "ai" or not views[plain[-1]].calls:
-        return set()
-    k = plain[-1]
-    if not all(a in views[k].calls for v in views[k + 1 :] for a in v.answers):
-        return set()
-    asked = [q for q in range(start, k) if views[q].role == "human" and not views[q].answers]
-    return set(range(k, len(views))) | set(asked[-1:])
+def plain_human(view: MessageView) -> bool:
+    return view.role == "human" and not view.answers
 
 
-def reference(views: list[MessageView], cfg: ReducerConfig, cut: int) -> set[int]:
-    """The documented rules, implemented the slow obvious way, for a given window end."""
+def issuer_of(views: list[MessageView], j: int, answer: str) -> int | None:
+    return max((i for i in range(j) if answer in views[i].calls), default=None)
+
+
+def ref_turn(views: list[MessageView], start: int) -> tuple[int | None, int, list[int]]:
+    """The current turn the slow way: (opener, first body index, its steps' ai indices)."""
+    openers = [i for i, v in enumerate(views) if plain_human(v)]
+    opener = openers[-1] if openers else None
+    body = opener + 1 if opener is not None else start
+    steps = [i for i in range(body, len(views)) if views[i].role == "ai" and views[i].calls]
+    return opener, body, steps
+
+
+def ref_protected(views: list[MessageView], cfg: ReducerConfig, start: int, b: int) -> set[int]:
+    """What the turn rule keeps when the turn's body starts at ``b``."""
+    opener, body, steps = ref_turn(views, start)
+    if not steps:
+        return set()
+    keep = {opener} if opener is not None and opener >= start else set()
+    for i in range(max(b, body), len(views)):
+        view = views[i]
+        owners = [issuer_of(views, i, a) for a in view.answers]
+        linked = all(o is not None and (o < start or o >= b) for o in owners)
+        if not view.answers or not cfg.cascade_tool_messages or linked:
+            keep.add(i)
+    return keep
+
+
+def ref_prune(
+    views: list[MessageView],
+    cfg: ReducerConfig,
+    cut: int,
+    keep: set[int] = frozenset(),  # type: ignore[assignment]
+    drop: set[int] = frozenset(),  # type: ignore[assignment]
+) -> set[int]:
+    """The window ``[start, cut)`` minus ``keep``, plus ``drop``, then the cascade."""
     start = 1 if cfg.preserve_first and views else 0
-    busy = in_progress(views, start)
-    pruned = {
+    pruned = set(drop) | {
         i
         for i in range(start, cut)
-        if views[i].role in PRUNABLE_ROLES and not views[i].answers and i not in busy
+        if views[i].role in PRUNABLE_ROLES and not views[i].answers and i not in keep
     }
     if cfg.cascade_tool_messages:
         for j in range(start, len(views)):
             for answer in views[j].answers:
-                issuers = [i for i in range(j) if answer in views[i].calls]
-                if not issuers or issuers[-1] in pruned:
+                owner = issuer_of(views, j, answer)
+                if owner is None or owner in pruned:
                     pruned.add(j)
     return pruned
+
+
+def ref_human_cut(views: list[MessageView], cut: int, start: int, back: bool) -> int:
+    latest, _, _ = ref_turn(views, start)
+    if latest is None or latest < start:
+        return cut
+    if cut >= latest:
+        return latest
+    humans = [q for q in range(start, len(views)) if plain_human(views[q])]
+    before = [q for q in humans if q <= cut]
+    if back and before:
+        return before[-1]
+    return min(q for q in humans if q >= cut)
 
 
 def survivors_ok(views: list[MessageView], pruned: set[int], start: int = 1) -> bool:
@@ -301,36 +486,60 @@ def survivors_ok(views: list[MessageView], pruned: set[int], start: int = 1) -> 
     return True
 
 
-@settings(max_examples=300, deadline=None)
+def check_figures(plan: Plan, views: list[MessageView], cfg: ReducerConfig) -> None:
+    assert plan.kept == len(views) - len(plan.pruned)
+    if cfg.token_mode:
+        assert plan.over_budget == (plan.triggered and plan.kept_tokens > cfg.max_tokens)  # type: ignore[operator]
+    else:
+        assert plan.over_budget == (plan.triggered and plan.kept > cfg.max_messages)  # type: ignore[operator]
+    assert bool(plan.over_because) == plan.over_target
+    assert sum(plan.counts_by_reason().values()) == len(plan.pruned)
+    assert set(plan.protected).isdisjoint(plan.pruned)
+
+
+@settings(max_examples=400, deadline=None)
 @given(
     histories(),
     st.integers(0, 12),
     st.integers(0, 12),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_count_mode_matches_reference(
-    views: list[MessageView], lo: int, extra: int, first: bool, cascade: bool
+    views: list[MessageView], lo: int, extra: int, first: bool, cascade: bool, human: bool
 ) -> None:
-    cfg = count_config(lo, lo + extra, preserve_first=first, cascade_tool_messages=cascade)
+    cfg = count_config(
+        lo,
+        lo + extra,
+        preserve_first=first,
+        cascade_tool_messages=cascade,
+        start_on="human" if human else None,
+    )
     plan = make_plan(views, cfg)
     start = 1 if first and views else 0
+    check_figures(plan, views, cfg)
     if len(views) <= lo + extra:
         # Under the threshold only results orphaned before this call go.
-        assert set(plan.pruned) == reference(views, cfg, start)
+        assert set(plan.pruned) == ref_prune(views, cfg, start)
         return
-    expected = reference(views, cfg, max(start, len(views) - lo))
-    assert set(plan.pruned) == expected
+    _, body, _ = ref_turn(views, start)
+    keep = ref_protected(views, cfg, start, body)
+    cut = max(start, len(views) - lo)
+    if human:
+        cut = ref_human_cut(views, cut, start, back=True)
+    assert set(plan.pruned) == ref_prune(views, cfg, cut, keep)
+    assert set(plan.protected) == keep - set(plan.pruned)
     assert list(plan.pruned) == sorted(plan.pruned)
     if first:
         assert 0 not in plan.pruned
     if cascade:
         assert survivors_ok(views, set(plan.pruned), int(first))
     for i in plan.pruned:
-        assert plan.reason(i)[0] in (WINDOW, CASCADE, ORPHAN)
+        assert plan.reason(i)[0] in (WINDOW, CASCADE, ORPHAN, START_ON)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     histories().flatmap(
         lambda vs: st.tuples(
@@ -341,6 +550,7 @@ def test_count_mode_matches_reference(
     st.integers(0, 100),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_token_mode_matches_reference(
     case: tuple[list[MessageView], list[int]],
@@ -348,43 +558,83 @@ def test_token_mode_matches_reference(
     slack: int,
     first: bool,
     cascade: bool,
+    human: bool,
 ) -> None:
     views, counts = case
     target = max(1, mx - slack)
-    cfg = token_config(mx, target, preserve_first=first, cascade_tool_messages=cascade)
+    cfg = token_config(
+        mx,
+        target,
+        preserve_first=first,
+        cascade_tool_messages=cascade,
+        start_on="human" if human else None,
+    )
     plan = make_plan(views, cfg, counts)
-    total = sum(counts)
+    check_figures(plan, views, cfg)
+    n = len(views)
     start = 1 if first and views else 0
-    if total <= mx:
-        assert set(plan.pruned) == reference(views, cfg, start)
+    if sum(counts) <= mx:
+        assert set(plan.pruned) == ref_prune(views, cfg, start)
         return
 
-    def kept(cut: int) -> int:
-        gone = reference(views, cfg, cut)
+    def kept(gone: set[int]) -> int:
         return sum(c for i, c in enumerate(counts) if i not in gone)
 
-    # The reference cut: the longest tail whose survivors fit, else nothing prunable kept.
-    fitting = [c for c in range(start, len(views) + 1) if kept(c) <= target]
-    expected_cut = fitting[0] if fitting else len(views)
-    assert set(plan.pruned) == reference(views, cfg, expected_cut)
-    assert plan.kept_tokens == kept(expected_cut)
-    if fitting:
+    _, body, steps = ref_turn(views, start)
+    keep: set[int] = set()
+    drop: set[int] = set()
+    dropped = 0
+    if steps:
+        bounds = [body, *steps[1:]]
+
+        def prune_to(b: int) -> tuple[set[int], set[int]]:
+            gone = {i for i in range(body, b) if views[i].role in PRUNABLE_ROLES}
+            return ref_protected(views, cfg, start, b), {i for i in gone if not views[i].answers}
+
+        def cost(b: int) -> int:
+            keep_b, drop_b = prune_to(b)
+            return kept(ref_prune(views, cfg, n, keep_b, drop_b))
+
+        if cost(body) > mx:
+            fits = [k for k in range(1, len(bounds)) if cost(bounds[k]) <= target]
+            dropped = fits[0] if fits else len(bounds) - 1
+        keep, drop = prune_to(bounds[dropped])
+    if dropped:
+        cut = n
+    else:
+        # The longest tail whose survivors fit, else nothing prunable kept.
+        fitting = [c for c in range(start, n + 1) if kept(ref_prune(views, cfg, c, keep)) <= target]
+        cut = fitting[0] if fitting else n
+    if human:
+        cut = ref_human_cut(views, cut, start, back=False)
+    expected = ref_prune(views, cfg, cut, keep, drop)
+    assert set(plan.pruned) == expected
+    assert plan.dropped_steps == dropped
+    assert plan.kept_tokens == kept(expected)
+    if not plan.over_target:
         assert plan.kept_tokens is not None and plan.kept_tokens <= target
     if cascade:
         assert survivors_ok(views, set(plan.pruned), int(first))
 
 
-@settings(max_examples=200, deadline=None)
-@given(histories(), st.integers(0, 8), st.integers(0, 8), st.booleans())
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.integers(0, 8), st.integers(0, 8), st.booleans(), st.booleans())
 def test_start_on_human_makes_the_tail_open_with_a_human(
-    views: list[MessageView], lo: int, extra: int, first: bool
+    views: list[MessageView], lo: int, extra: int, first: bool, tokens: bool
 ) -> None:
-    cfg = count_config(lo, lo + extra, preserve_first=first, start_on="human")
-    plan = make_plan(views, cfg)
+    cfg = (
+        token_config(lo * 10 + extra * 5 + 1, preserve_first=first, start_on="human")
+        if tokens
+        else count_config(lo, lo + extra, preserve_first=first, start_on="human")
+    )
+    plan = make_plan(views, cfg, [10] * len(views) if tokens else None)
     assert survivors_ok(views, set(plan.pruned), int(first))
-    if not any(r == WINDOW for r, _ in plan.why.values()):
-        return
     start = 1 if first else 0
+    humans = [i for i in range(start, len(views)) if plain_human(views[i])]
+    if humans:
+        assert humans[-1] not in plan.pruned  # the latest question always survives
+    if not plan.triggered or not humans:
+        return
     # Results of the preserved first message's calls stay with it (not the tail's head).
     head_calls = set(views[0].calls) if first and views else set()
     rest = [
@@ -395,10 +645,21 @@ def test_start_on_human_makes_the_tail_open_with_a_human(
         and v.role != "system"
         and not (v.answers and set(v.answers) <= head_calls)
     ]
-    if rest:
-        head = views[rest[0]]
-        # Only a role the window may never remove, or the exchange in progress, stops it.
-        assert rest[0] in plan.protected or (head.role not in ("ai", "tool") and not head.answers)
+    head = views[rest[0]]
+    # Only a role the window may never remove stops it before a human question.
+    assert plain_human(head) or (head.role not in ("ai", "tool") and not head.answers)
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), st.integers(0, 8), st.integers(0, 8), st.booleans(), st.booleans())
+def test_planning_the_survivors_again_prunes_nothing(
+    views: list[MessageView], lo: int, extra: int, first: bool, human: bool
+) -> None:
+    cfg = count_config(lo, lo + extra, preserve_first=first, start_on="human" if human else None)
+    plan = make_plan(views, cfg)
+    gone = set(plan.pruned)
+    again = make_plan([v for i, v in enumerate(views) if i not in gone], cfg)
+    assert again.pruned == ()
 
 
 def test_plan_reads_real_messages() -> None:

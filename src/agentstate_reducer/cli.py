@@ -6,13 +6,14 @@ LangChain-serialised messages), runs the reducer over it and writes the survivor
 back in the shape it read.
 
 Exit status: 0 done, 1 the input could not be read or the output not written,
-2 bad options.
+2 bad options, 3 the output breaks its provider's rules (written all the same).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -38,7 +39,7 @@ from .messages import (
     normalize_role,
     read_message,
 )
-from .plan import CASCADE, START_ON, Plan
+from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
 from .reducer import MessageReducer
 from .tokens import TokenCounter, resolve_token_counter
 from .trim import trim_messages
@@ -60,6 +61,10 @@ class _InputError(Exception):
 
 class _UsageError(Exception):
     """The options are inconsistent (exit status 2)."""
+
+
+#: Exit status when the output breaks the provider's rules.
+_INVALID_OUTPUT = 3
 
 
 @dataclass
@@ -386,7 +391,9 @@ def _why(transcript: Transcript, plan: Plan, index: int) -> str:
     return reason
 
 
-def _describe_config(config: ReducerConfig, counter_name: str) -> str:
+def _describe_config(
+    config: ReducerConfig, counter_name: str, start_on_default: bool = False
+) -> str:
     if config.max_tokens is not None:
         text = (
             f"token mode: prune above {config.max_tokens} tokens, down to "
@@ -404,11 +411,22 @@ def _describe_config(config: ReducerConfig, counter_name: str) -> str:
         flags.append("no cascade")
     if config.start_on:
         flags.append(f"start_on {config.start_on}")
-    return f"{text} ({', '.join(flags)})"
+    line = f"{text} ({', '.join(flags)})"
+    if start_on_default:
+        line += (
+            "\nstart_on human: the default for an Anthropic request, whose conversation must "
+            "open with a user message (--start-on none turns it off)"
+        )
+    return line
 
 
 def _explain(
-    transcript: Transcript, plan: Plan, counts: list[int], config: ReducerConfig, counter: str
+    transcript: Transcript,
+    plan: Plan,
+    counts: list[int],
+    config: ReducerConfig,
+    counter: str,
+    start_on_default: bool = False,
 ) -> list[str]:
     gone = set(plan.pruned)
     rows = []
@@ -423,12 +441,36 @@ def _explain(
     after = before - sum(counts[i] for i in gone)
     return [
         f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
-        _describe_config(config, counter),
+        _describe_config(config, counter, start_on_default),
         "",
         *_table(("#", "role", "tokens", "result", "why", "content"), rows, {0, 2}),
         "",
         *_totals(n, before, n - len(gone), after, f"{len(gone)} pruned"),
+        *_over(plan, config),
     ]
+
+
+def _over(plan: Plan, config: ReducerConfig) -> list[str]:
+    """A line saying the survivors exceed the target, and why; none when they do not."""
+    if not plan.over_target:
+        return []
+    if config.max_tokens is not None:
+        what = (
+            f"{plan.kept_tokens} tokens kept, over the "
+            f"{'budget' if plan.over_budget else 'target'} of "
+            f"{config.max_tokens if plan.over_budget else config.effective_target_tokens}"
+        )
+    else:
+        what = f"{plan.kept} messages kept, over the budget of {config.max_messages}"
+    causes = {
+        CURRENT_TURN: "the current turn is never pruned while it has tool calls",
+        NEVER_PRUNED: "messages that are never pruned exceed it",
+        START_ON: "start_on human kept the question of the turn the cut fell in",
+    }
+    because = "; ".join(causes[c] for c in plan.over_because)
+    if plan.dropped_steps:
+        because += f" ({_plural(plan.dropped_steps, 'oldest step')} of it pruned)"
+    return [f"over: {what}: {because}"]
 
 
 def _totals(n: int, before: int, kept: int, after: int, note: str) -> list[str]:
@@ -454,12 +496,19 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
             token_counter=args.counter,
             preserve_first=args.preserve_first,
             cascade_tool_messages=args.cascade,
-            start_on=args.start_on,
+            start_on=None if args.start_on in (None, "none") else args.start_on,
             dedupe_on_prune=False,
         )
     except ConfigError as exc:
         raise _UsageError(str(exc)) from exc
     transcript = load(args.file)
+    # Anthropic rejects a conversation opening with the assistant: start on a human
+    # message unless told otherwise.
+    start_on_default = args.start_on is None and (args.provider or transcript.provider) in (
+        "anthropic",
+    )
+    if start_on_default:
+        config = dataclasses.replace(config, start_on=HUMAN)
     reducer = MessageReducer(config=config)
     plan = reducer.plan(transcript.messages)  # what reduce() does, without hooks to run
     gone = set(plan.pruned)
@@ -467,15 +516,18 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
     surviving = [transcript.messages[i] for i in origin]
     if args.explain:
         counts = reducer.count_tokens(transcript.messages)
-        print("\n".join(_explain(transcript, plan, counts, config, args.counter)))
-    _finish(args, transcript, surviving, origin)
-    return 0
+        lines = _explain(transcript, plan, counts, config, args.counter, start_on_default)
+        print("\n".join(lines))
+    return _finish(args, transcript, surviving, origin)
 
 
 def _finish(
     args: argparse.Namespace, transcript: Transcript, kept: list[Any], origin: list[int]
-) -> None:
-    """Check the provider's rules, then write ``kept`` (unless only explaining)."""
+) -> int:
+    """Check the provider's rules, then write ``kept`` (unless only explaining).
+
+    Returns the exit status: 0, or 3 when ``kept`` breaks the provider's rules.
+    """
     provider = args.provider or transcript.provider
     before = _problems(transcript, transcript.messages, range(len(transcript.messages)), provider)
     after = _problems(transcript, kept, origin, provider)
@@ -494,6 +546,7 @@ def _finish(
         _emit(transcript, kept, args.out)
     if args.explain and args.out is not None:
         print(f"wrote {args.out}")
+    return _INVALID_OUTPUT if after else 0
 
 
 def _problems(
@@ -556,6 +609,8 @@ def _describe_trim(args: argparse.Namespace) -> str:
         flags.append(f"allow_partial, split on {args.split_on}")
     if args.start_on:
         flags.append(f"start_on {'/'.join(args.start_on)}")
+        if getattr(args, "start_on_default", False):
+            flags[-1] += " (the default for an Anthropic request; --start-on none turns it off)"
     if args.end_on:
         flags.append(f"end_on {'/'.join(args.end_on)}")
     if not args.keep_tool_pairs:
@@ -569,6 +624,12 @@ def _describe_trim(args: argparse.Namespace) -> str:
 def _cmd_trim(args: argparse.Namespace) -> int:
     counter = _counter(args.counter)
     transcript = load(args.file)
+    if args.start_on is None and (args.provider or transcript.provider) == "anthropic":
+        if args.strategy == "last":
+            args.start_on = [HUMAN]
+            args.start_on_default = True
+    elif args.start_on is not None:
+        args.start_on = [role for role in args.start_on if role != "none"] or None
     try:
         kept = trim_messages(
             transcript.messages,
@@ -588,8 +649,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
     if args.explain:
         print("\n".join(_explain_trim(transcript, kept, counter, args, status, partial)))
     origin = [i for i, result in enumerate(status) if result != "trimmed"]
-    _finish(args, transcript, kept, origin)
-    return 0
+    return _finish(args, transcript, kept, origin)
 
 
 def _explain_trim(
@@ -673,6 +733,8 @@ def _non_negative(text: str) -> int:
 
 
 def _role(text: str) -> str:
+    if text == "none":
+        return text
     role = normalize_role(text)
     if role not in (HUMAN, AI, SYSTEM, TOOL, FUNCTION):
         raise argparse.ArgumentTypeError(
@@ -718,8 +780,9 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                        help="allow the first message (usually the system prompt) to be pruned")
     rules.add_argument("--no-cascade", dest="cascade", action="store_false",
                        help="do not prune the tool results of a pruned tool call")
-    rules.add_argument("--start-on", choices=("human",),
-                       help="prune further until the kept tail starts on a human turn")
+    rules.add_argument("--start-on", choices=("human", "none"),
+                       help="human: the kept tail starts on a human message (the default for "
+                            "an Anthropic request); none: wherever the window ends")
     _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
                         "messages (with --out, the file is written too)")
     reduce.set_defaults(run=_cmd_reduce)
@@ -745,7 +808,8 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                      help="with --strategy last, always keep a leading system message")
     how.add_argument("--start-on", action="append", type=_role, metavar="ROLE",
                      help="with --strategy last, drop leading messages until one of this role "
-                          "(human, ai, tool, system; may be repeated)")
+                          "(human, ai, tool, system; may be repeated; default: human for an "
+                          "Anthropic request, none: no such rule)")
     how.add_argument("--end-on", action="append", type=_role, metavar="ROLE",
                      help="drop trailing messages until one of this role (may be repeated)")
     how.add_argument("--allow-partial", action="store_true",

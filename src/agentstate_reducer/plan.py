@@ -4,6 +4,12 @@ No I/O, no framework imports, no callbacks. Every pruning rule of the package li
 here; the shell (``reducer.py``), ``trim.py`` and the CLI call it and never
 re-implement it.
 
+Turns and steps. A *turn* starts at a plain human message (one that answers no tool
+call) and runs to the next one; the *current turn* is the last one (from ``start``
+when the history has no plain human message). A *step* is an ai message issuing tool
+calls together with the messages answering those calls. :func:`current_turn` finds
+them; every plan carries them as :attr:`Plan.turn`.
+
 Laws (tested with hypothesis):
 
 * ``pruned`` is a sorted subset of ``range(len(views))``; survivors keep their order.
@@ -13,23 +19,29 @@ Laws (tested with hypothesis):
 * Idempotence: planning the survivors again (without summary injection) prunes nothing.
 * A pinned message is never pruned, nor is any message of a tool exchange it belongs
   to (its call, or the results of its calls).
-* The exchange in progress is never pruned: when the history ends with an ai message's
-  tool calls (answered or still pending), that message, its results and the human
-  message that opened the turn stay, so an agent never loses the call it is working on.
+* The current turn is never pruned while it has a step: its opening human message and
+  every message of it stay in count mode; in token mode it stays whole while it fits
+  ``max_tokens`` (with what is kept anyway), else only its oldest whole steps go,
+  never the opening message and never the latest step.
+* With ``start_on="human"`` the kept tail opens with a plain human message whenever the
+  history has one, and the latest plain human message always survives.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from .config import ReducerConfig
-from .messages import AI, HUMAN, PRUNABLE_ROLES, SYSTEM, TOOL, MessageView
+from .messages import AI, HUMAN, PRUNABLE_ROLES, MessageView
 
 __all__ = (
     "CASCADE",
+    "CURRENT_TURN",
     "IN_PROGRESS",
     "NEVER_PRUNED",
+    "OLD_STEP",
     "ORPHAN",
     "PINNED",
     "PRESERVED_FIRST",
@@ -38,6 +50,9 @@ __all__ = (
     "UNDER_THRESHOLD",
     "WINDOW",
     "Plan",
+    "Turn",
+    "current_turn",
+    "dangling_calls",
     "make_plan",
 )
 
@@ -46,13 +61,101 @@ WINDOW = "in window"
 CASCADE = "cascade"
 ORPHAN = "orphaned tool result"
 START_ON = "start_on"
-# Reasons a message is kept.
+#: An ai message (or text) of one of the oldest steps of a current turn over ``max_tokens``.
+OLD_STEP = "old step"
+# Reasons a message is kept (CURRENT_TURN and NEVER_PRUNED also name why a plan is
+# over its target, in Plan.over_because; START_ON too, when the cut moved back).
 PRESERVED_FIRST = "preserved first"
 RECENT = "recent tail"
 NEVER_PRUNED = "never-pruned role"
-IN_PROGRESS = "exchange in progress"
+CURRENT_TURN = "current turn"
+#: The former name of :data:`CURRENT_TURN` (the rule grew from one exchange to the turn).
+IN_PROGRESS = CURRENT_TURN
 PINNED = "pinned"
 UNDER_THRESHOLD = "under threshold"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The current (last) turn of a history: where it starts and its steps."""
+
+    #: Index of the plain human message opening it, or ``None`` when there is none.
+    opener: int | None
+    #: First index of the turn: the opener, or the plan's ``start`` when there is none.
+    begin: int
+    #: The steps, oldest first: each the index of an ai message issuing tool calls,
+    #: then the indices of the messages of the turn answering those calls.
+    steps: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """Whether the turn has tool activity (a step), so the turn rule protects it."""
+        return bool(self.steps)
+
+    @property
+    def body(self) -> int:
+        """First index after the opener (``begin`` when there is no opener)."""
+        return self.begin + 1 if self.opener is not None else self.begin
+
+
+def _plain_human(view: MessageView) -> bool:
+    return view.role == HUMAN and not view.answers
+
+
+def current_turn(views: Sequence[MessageView], start: int = 0) -> Turn:
+    """The current turn of ``views``: the last plain human message and what follows it.
+
+    ``start`` is the first index the plan may touch (1 with ``preserve_first``); a
+    history without a plain human message is one turn from ``start``.
+    """
+    n = len(views)
+    opener = next((i for i in range(n - 1, -1, -1) if _plain_human(views[i])), None)
+    begin = opener if opener is not None else min(start, n)
+    body = begin + 1 if opener is not None else begin
+    issuer: dict[str, int] = {}  # call id -> its latest issuer inside the turn
+    steps: dict[int, list[int]] = {}
+    for j in range(body, n):
+        view = views[j]
+        if view.answers:
+            owners = [issuer.get(a) for a in view.answers]
+            known = [o for o in owners if o is not None]
+            if known and len(known) == len(owners):
+                steps[max(known)].append(j)
+        if view.role == AI and view.calls:
+            steps[j] = [j]
+            for call in view.calls:
+                issuer[call] = j
+    return Turn(opener, begin, tuple(tuple(s) for s in steps.values()))
+
+
+def dangling_calls(views: Sequence[MessageView]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Dead tool calls: ``(ai index, call ids)`` with no result, followed by a later message.
+
+    A call is dead when no message answers it and a plain human or an ai message comes
+    after its issuer. Calls of the latest ai message followed by nothing or only by
+    results are pending (the tools may still run, or an interrupt may be resumed) and
+    are never listed.
+    """
+    last_turn = max(
+        (i for i, v in enumerate(views) if v.role == AI or _plain_human(v)), default=-1
+    )
+    answered: set[tuple[int, str]] = set()
+    issuer: dict[str, int] = {}
+    for j, view in enumerate(views):
+        for answer in view.answers:
+            owner = issuer.get(answer)
+            if owner is not None:
+                answered.add((owner, answer))
+        for call in view.calls:
+            issuer[call] = j
+    dead = []
+    for k in range(min(last_turn, len(views))):
+        view = views[k]
+        if view.role == AI and view.calls:
+            missing = tuple(c for c in view.calls if (k, c) not in answered and issuer[c] == k)
+            if missing:
+                dead.append((k, missing))
+    return tuple(dead)
 
 
 @dataclass(frozen=True)
@@ -76,15 +179,42 @@ class Plan:
     total_tokens: int | None = None
     #: Total tokens of the survivors (token mode), else ``None``.
     kept_tokens: int | None = None
-    #: Indices of the exchange in progress, kept whatever the window says.
+    #: Indices kept by the turn rule whatever the window says (the current turn's
+    #: opener and its steps), ascending; empty when the rule did not apply.
     protected: tuple[int, ...] = ()
     #: Pinned indices (with the rest of their tool exchanges), never pruned.
     pinned: tuple[int, ...] = ()
+    #: The current turn (see :func:`current_turn`), found on every plan.
+    turn: Turn = field(default_factory=lambda: Turn(None, 0))
+    #: How many of the current turn's oldest steps were pruned (token mode only).
+    dropped_steps: int = 0
+    #: Whether the survivors exceed the target: ``target_tokens`` in token mode,
+    #: ``max_messages`` in count mode (only after a triggered prune).
+    over_target: bool = False
+    #: Whether the survivors exceed the budget: ``max_tokens`` or ``max_messages``.
+    over_budget: bool = False
+    #: Why the survivors exceed the target: :data:`CURRENT_TURN` (the turn rule kept
+    #: messages the window would have pruned), :data:`NEVER_PRUNED` (what may never be
+    #: pruned exceeds the target alone), :data:`START_ON` (the cut moved back to a
+    #: human message).
+    over_because: tuple[str, ...] = ()
 
     @property
     def insert_at(self) -> int:
         """Where a summary block goes in the surviving list: where the pruned block was."""
         return self.pruned[0] if self.pruned else self.start
+
+    @property
+    def kept(self) -> int:
+        """Number of surviving messages."""
+        return self.size - len(self.pruned)
+
+    def counts_by_reason(self) -> dict[str, int]:
+        """How many messages were pruned for each reason."""
+        out: dict[str, int] = {}
+        for reason, _ in self.why.values():
+            out[reason] = out.get(reason, 0) + 1
+        return out
 
     def reason(self, index: int) -> tuple[str, int | None]:
         """Why ``index`` was pruned or kept, as ``(reason, related index or None)``."""
@@ -95,7 +225,7 @@ class Plan:
         if index in self.pinned:
             return (PINNED, None)
         if index in self.protected:
-            return (IN_PROGRESS, None)
+            return (CURRENT_TURN, None)
         if not self.triggered:
             return (UNDER_THRESHOLD, None)
         if index >= self.cut:
@@ -113,29 +243,6 @@ def _link(views: Sequence[MessageView]) -> list[tuple[int | None, ...] | None]:
         for call in view.calls:
             issued[call] = j
     return parents
-
-
-def _in_progress(
-    views: Sequence[MessageView],
-    parents: Sequence[tuple[int | None, ...] | None],
-    start: int,
-) -> list[int]:
-    """The trailing tool exchange (ai call + its results so far) and the question before it."""
-    n = len(views)
-    k = n - 1
-    while k >= start and parents[k] is not None:
-        k -= 1
-    if k < start or views[k].role != AI or not views[k].calls:
-        return []
-    for j in range(k + 1, n):
-        if any(p != k for p in parents[j] or ()):
-            return []  # results of other calls: not one exchange
-    protected = list(range(k, n))
-    for q in range(k - 1, start - 1, -1):
-        if views[q].role == HUMAN and parents[q] is None:
-            protected.append(q)
-            break
-    return protected
 
 
 def _pin_closure(
@@ -157,6 +264,10 @@ def _pin_closure(
         held[i] = 1
         todo.extend(j for j in linked.get(i, ()) if not held[j])
     return held
+
+
+#: ``protected`` value of a pinned message (1 is the current turn).
+_PINNED = 2
 
 
 def _cascade(
@@ -181,6 +292,87 @@ def _cascade(
                 pruned[j] = 1
                 why[j] = (CASCADE, parent)
                 break
+
+
+_NEVER = -1  # a threshold below every boundary: the message never survives
+
+
+def _thresholds(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    turn: Turn,
+    start: int,
+    cascade: bool,
+) -> list[int]:
+    """Per message of the turn's body: it survives a drop of the steps before ``b`` iff
+    ``b <= threshold`` (plain human/ai: its index; other plain roles: always; a result:
+    the earliest of its calls in the window, or never when one was never issued)."""
+    n = len(views)
+    always = n
+    out = []
+    for i in range(turn.body, n):
+        links = parents[i]
+        if links is None:
+            out.append(i if views[i].role in PRUNABLE_ROLES else always)
+        elif not cascade:
+            out.append(always)
+        elif None in links:
+            out.append(_NEVER)
+        else:
+            inside = [p for p in links if p is not None and p >= start]
+            out.append(min(inside) if inside else always)
+    return out
+
+
+def _first_kept_step(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    counts: Sequence[int],
+    turn: Turn,
+    start: int,
+    cascade: bool,
+    config: ReducerConfig,
+    protected: bytearray,
+    reserve: int,
+) -> int:
+    """Token mode: how many of the turn's oldest steps go so the rest fits.
+
+    None while the turn, with what is kept anyway, fits ``max_tokens``; else the fewest
+    oldest steps whose removal makes it fit ``target_tokens``, and at most all but the
+    latest step.
+    """
+    steps = turn.steps
+    fixed = sum(counts[:start])
+    for i in range(start, turn.begin):
+        links = parents[i]
+        if protected[i]:  # pinned
+            fixed += counts[i]
+        elif links is None:
+            if views[i].role not in PRUNABLE_ROLES:
+                fixed += counts[i]
+        elif not cascade or all(p is not None and p < start for p in links):
+            fixed += counts[i]
+    if turn.opener is not None and turn.opener >= start:
+        fixed += counts[turn.opener]
+    # Boundaries: 0 keeps the whole body, k >= 1 starts it at the k-th step's ai message.
+    bounds = [turn.body] + [s[0] for s in steps[1:]]
+    cost = [0] * (len(bounds) + 1)
+    for offset, threshold in enumerate(_thresholds(views, parents, turn, start, cascade)):
+        # The message counts for every boundary b <= threshold: boundaries 0 .. last - 1.
+        last = bisect_right(bounds, threshold)
+        cost[0] += counts[turn.body + offset]
+        cost[last] -= counts[turn.body + offset]
+    running = 0
+    for k in range(len(bounds)):
+        running += cost[k]
+        cost[k] = running
+    assert config.max_tokens is not None
+    if fixed + cost[0] <= config.max_tokens:
+        return 0
+    target = config.effective_target_tokens
+    assert target is not None
+    target -= reserve
+    return next((k for k in range(1, len(bounds)) if fixed + cost[k] <= target), len(bounds) - 1)
 
 
 def _token_cut(
@@ -244,46 +436,20 @@ def _token_cut(
     return cut
 
 
-def _extend_to_human(
-    views: Sequence[MessageView],
-    parents: Sequence[tuple[int | None, ...] | None],
-    pruned: bytearray,
-    why: dict[int, tuple[str, int | None]],
-    start: int,
-    protected: bytearray,
+def _human_cut(
+    views: Sequence[MessageView], cut: int, start: int, latest: int | None, back: bool
 ) -> int:
-    """Prune until the first kept non-system message after ``start`` is a human turn.
-
-    Results of a call made before ``start`` (by the preserved first message) belong
-    to that message and are skipped, never pruned: pruning them would leave its
-    calls unanswered.
-
-    Returns the first index pruned here, or ``len(views)`` when none was.
-    """
-    first = len(views)
-    for i in range(start, len(views)):
-        if pruned[i]:
-            continue
-        view = views[i]
-        if view.role == SYSTEM:
-            continue
-        links = parents[i]
-        if links is not None and all(p is not None and p < start for p in links):
-            continue
-        if protected[i] == _PINNED:
-            continue  # pinned: kept where it stands; the rule applies to what follows
-        if (view.role == HUMAN and links is None) or protected[i]:
-            break
-        if view.role != AI and not (view.role in (TOOL, HUMAN) and parents[i] is not None):
-            break  # a role the window may never remove: stop rather than break the rule
-        pruned[i] = 1
-        why[i] = (START_ON, None)
-        first = min(first, i)
-    return first
-
-
-#: ``protected`` value of a pinned message (1 is the exchange in progress).
-_PINNED = 2
+    """Where ``start_on="human"`` puts the cut: on a plain human message, never past the
+    latest one. ``back`` (count mode) moves it back to the human message opening the
+    turn it falls in; otherwise (token mode), or when no such message is at or after
+    ``start``, it moves forward to the next one."""
+    if latest is None or latest < start or cut >= latest:
+        return cut if latest is None or latest < start else latest
+    if back:
+        for q in range(cut, start - 1, -1):
+            if _plain_human(views[q]):
+                return q
+    return next(q for q in range(cut, latest + 1) if _plain_human(views[q]))
 
 
 def make_plan(
@@ -311,28 +477,30 @@ def make_plan(
     n = len(views)
     start = 1 if config.preserve_first and n else 0
     cascade = config.cascade_tool_messages
+    turn = current_turn(views, start)
     total = None
-    if config.max_tokens is not None:
+    token_mode = config.max_tokens is not None
+    if token_mode:
         if counts is None or len(counts) != n:
             raise ValueError("token mode needs one token count per message")
         total = sum(counts)
-        triggered = total > config.max_tokens
+        triggered = total > config.max_tokens  # type: ignore[operator]
     else:
         triggered = config.max_messages is not None and n > config.max_messages
     if not triggered and not cascade:
-        return Plan(n, (), start=start, cut=start, total_tokens=total, kept_tokens=total)
+        return Plan(
+            n, (), start=start, cut=start, total_tokens=total, kept_tokens=total, turn=turn
+        )
 
     parents = _link(views)
     pruned = bytearray(n)
     why: dict[int, tuple[str, int | None]] = {}
     cut = start
     protected = bytearray(n)
-    kept_in_progress: list[int] = []
+    dropped = 0
+    window_end = start  # where the window ended before start_on moved the cut
     held: tuple[int, ...] = ()
     if triggered:
-        kept_in_progress = _in_progress(views, parents, start)
-        for i in kept_in_progress:
-            protected[i] = 1
         if pinned:
             closure = _pin_closure(parents, pinned, n)
             held = tuple(
@@ -340,30 +508,109 @@ def make_plan(
             )
             for i in held:
                 protected[i] = _PINNED
-        if counts is not None and config.max_tokens is not None:
+        if turn.active:
+            keep_from = turn.body
+            if token_mode:
+                assert counts is not None
+                dropped = _first_kept_step(
+                    views, parents, counts, turn, start, cascade, config, protected, reserve
+                )
+                if dropped:
+                    keep_from = turn.steps[dropped][0]
+                    for i in range(turn.body, keep_from):
+                        plain = views[i].role in PRUNABLE_ROLES and parents[i] is None
+                        if plain and not protected[i]:
+                            pruned[i] = 1
+                            why[i] = (OLD_STEP, None)
+            if turn.opener is not None and turn.opener >= start:
+                protected[turn.opener] = protected[turn.opener] or 1
+            thresholds = _thresholds(views, parents, turn, start, cascade)
+            for offset, threshold in enumerate(thresholds):
+                i = turn.body + offset
+                if i >= keep_from and threshold >= keep_from and not protected[i]:
+                    protected[i] = 1
+        if dropped:
+            cut = n  # the turn alone is over budget: nothing before it can stay
+        elif token_mode:
+            assert counts is not None
             target = config.effective_target_tokens
             assert target is not None
-            target -= reserve
-            cut = _token_cut(views, parents, counts, start, target, cascade, protected)
+            cut = _token_cut(views, parents, counts, start, target - reserve, cascade, protected)
         else:
             cut = max(start, n - config.min_messages)
+        window_end = cut
+        if config.start_on == HUMAN:
+            cut = _human_cut(views, cut, start, turn.opener, back=not token_mode)
         for i in range(start, cut):
-            if views[i].role in PRUNABLE_ROLES and parents[i] is None and not protected[i]:
+            free = not (protected[i] or pruned[i])
+            if free and views[i].role in PRUNABLE_ROLES and parents[i] is None:
                 pruned[i] = 1
-                why[i] = (WINDOW, None)
+                why[i] = (START_ON if i >= window_end else WINDOW, None)
     if cascade:
         # Also runs under the threshold: results orphaned before this call go too.
         _cascade(views, parents, pruned, why, start, start)
-    if config.start_on == HUMAN and why:
-        first = _extend_to_human(views, parents, pruned, why, start, protected)
-        if cascade and first < n:
-            # The head it stops at is a plain human turn, which no cascade removes.
-            _cascade(views, parents, pruned, why, first, start)
 
     indices = tuple(sorted(why))  # every pruned index has its reason
     kept = total
     if counts is not None and total is not None:
         kept = total - sum(counts[i] for i in indices)
-    protected_indices = tuple(sorted(kept_in_progress))
-    protected_indices = tuple(i for i in protected_indices if protected[i] != _PINNED)
-    return Plan(n, indices, why, triggered, start, cut, total, kept, protected_indices, held)
+    kept_protected = tuple(i for i in range(n) if protected[i] == 1 and not pruned[i])
+    over_target = over_budget = False
+    because: list[str] = []
+    if triggered:
+        if token_mode:
+            assert kept is not None and config.max_tokens is not None
+            target = config.effective_target_tokens
+            assert target is not None
+            over_target, over_budget = kept > target, kept > config.max_tokens
+        else:
+            assert config.max_messages is not None
+            over_target = over_budget = n - len(indices) > config.max_messages
+        if over_target:
+            because = _over_because(counts, config, window_end, cut, kept_protected, pruned)
+    return Plan(
+        n,
+        indices,
+        why,
+        triggered,
+        start,
+        cut,
+        total,
+        kept,
+        kept_protected,
+        held,
+        turn=turn,
+        dropped_steps=dropped,
+        over_target=over_target,
+        over_budget=over_budget,
+        over_because=tuple(because),
+    )
+
+
+def _over_because(
+    counts: Sequence[int] | None,
+    config: ReducerConfig,
+    window_end: int,
+    cut: int,
+    kept_protected: tuple[int, ...],
+    pruned: bytearray,
+) -> list[str]:
+    """Which kept-anyway messages push the survivors over the target."""
+    because = []
+    if any(i < window_end for i in kept_protected):
+        because.append(CURRENT_TURN)
+    # Without the turn rule and start_on, would the survivors still be over the target?
+    extra = {i for i in kept_protected if i < window_end} | set(range(cut, window_end))
+    rest = [i for i in range(len(pruned)) if not pruned[i] and i not in extra]
+    if counts is not None:
+        target = config.effective_target_tokens
+        assert target is not None
+        heavy = sum(counts[i] for i in rest) > target
+    else:
+        assert config.max_messages is not None
+        heavy = len(rest) > config.max_messages
+    if heavy:
+        because.append(NEVER_PRUNED)
+    if cut < window_end:
+        because.append(START_ON)
+    return because
