@@ -499,7 +499,7 @@ def test_missing_file() -> None:
         (["--target-tokens", "10"], "needs max_tokens"),
         (["--max-tokens", "10", "--target-tokens", "20"], "must be <= max_tokens"),
         (["--max-messages", "-1"], "expected a number >= 0"),
-        (["--counter", "words"], "invalid choice"),
+        (["--counter", "words"], "not in the model registry; known families: gpt-5"),
     ],
 )
 def test_bad_options_exit_2(args: list[str], expected: str) -> None:
@@ -663,7 +663,8 @@ def run_without_tiktoken(*args: str) -> subprocess.CompletedProcess[str]:
 def test_count_without_tiktoken_says_so() -> None:
     proc = run_without_tiktoken("count", str(FIXTURES / "list.json"))
     assert proc.returncode == 0, proc.stderr
-    assert "tiktoken: not available" in proc.stdout
+    assert "o200k_base: not available" in proc.stdout
+    assert "cl100k_base: not available" in proc.stdout
     assert 'pip install "agentstate-reducer[tokens]"' in proc.stdout
     assert proc.stdout.splitlines()[2].split()[2:] == ["approximate", "content"]
 
@@ -679,13 +680,26 @@ def test_count_with_tiktoken_gives_exact_counts() -> None:
     pytest.importorskip("tiktoken")
     from agentstate_reducer import resolve_token_counter
 
-    exact = resolve_token_counter("tiktoken")
     messages = fixture("list.json")
     lines = ok("count", str(FIXTURES / "list.json")).splitlines()
-    assert lines[2].split()[:4] == ["#", "role", "approximate", "tiktoken"]
+    assert lines[2].split()[:5] == ["#", "role", "approximate", "o200k_base", "cl100k_base"]
     total = next(line for line in lines if line.split()[:1] == ["total"]).split()
-    assert int(total[2]) == sum(exact(m) for m in messages)
-    assert [int(line.split()[3]) for line in lines[3:19]] == [exact(m) for m in messages]
+    for column, name in ((3, "o200k_base"), (4, "cl100k_base")):
+        exact = resolve_token_counter(name)
+        assert int(total[column - 1]) == sum(exact(m) for m in messages)
+        assert [int(line.split()[column]) for line in lines[3:19]] == [exact(m) for m in messages]
+
+
+@pytest.mark.parametrize("name", ["gpt-4o", "cl100k_base", "claude-sonnet-4-5", "gemini-2.5-pro"])
+def test_reduce_takes_a_model_or_encoding_name_as_counter(name: str) -> None:
+    pytest.importorskip("tiktoken")
+    from agentstate_reducer import resolve_token_counter
+
+    counter = resolve_token_counter(name)
+    out = json.loads(
+        ok("reduce", str(FIXTURES / "list.json"), "--max-tokens", "200", "--counter", name)
+    )
+    assert sum(counter(m) for m in out) <= 200 < sum(counter(m) for m in fixture("list.json"))
 
 
 def test_reduce_token_mode_with_tiktoken() -> None:

