@@ -2,10 +2,15 @@
 
 Run: ``make bench`` (or ``.venv/bin/python bench/bench_tokens.py [--quick]``).
 
-1. Accuracy: the character heuristic against exact cl100k_base counts on the corpus in
-   ``tests/fixtures/token_corpus`` (calibration and holdout halves), per class.
+1. Accuracy: the character heuristic against exact o200k_base and cl100k_base counts on
+   the corpus in ``tests/fixtures/token_corpus`` (calibration and holdout halves), per
+   class, as the markdown rows of docs/tokens.md.
 2. Speed of one count: a 100-character ASCII text, and a message carrying it as a dict
-   and as a LangChain message object, with the heuristic and with exact counts.
+   and as a LangChain message object, with the heuristic and with exact counts. Then,
+   per language class (the class's text of both halves), the heuristic against exact
+   ``encode_ordinary``; the mixed corpus (one dict message per line) in messages per
+   second; and the exact o200k_base counter on those messages (text cache emptied
+   first) against raw ``encode_ordinary`` of their texts: the framing overhead.
 3. Incremental counting: a LangGraph-style append loop (one ``reduce`` per state
    update, one new message each) in token mode with the exact counter, with the kept
    history held near 100, 1,000 and 5,000 messages. It reports the cost per call of
@@ -27,13 +32,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import MessageReducer, ReducerConfig, tokens
 from agentstate_reducer.tokens import (
     TokenCountCache,
     approximate_text_tokens,
     approximate_token_count,
     exact_token_counter,
-    load_cl100k_base,
+    load_encoding,
+    load_o200k_base,
 )
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "token_corpus"
@@ -48,18 +54,70 @@ _WORDS = _SENTENCE.split()
 
 
 def accuracy() -> None:
-    exact = load_cl100k_base().encode_ordinary
-    print("Heuristic vs exact cl100k_base tokens (text only, no framing)")
-    print(f"{'set':<12}{'class':<10}{'chars':>7}{'exact':>7}{'heur.':>7}{'error':>9}")
-    for half in ("calibration", "holdout"):
-        total_exact = total_heur = 0
-        for path in sorted((CORPUS / half).glob("*.txt")):
-            text = path.read_text(encoding="utf-8")
-            e, h = len(exact(text)), approximate_text_tokens(text)
-            total_exact, total_heur = total_exact + e, total_heur + h
-            print(f"{half:<12}{path.stem:<10}{len(text):>7}{e:>7}{h:>7}{(h - e) / e:>+9.1%}")
-        error = (total_heur - total_exact) / total_exact
-        print(f"{half:<12}{'TOTAL':<10}{'':>7}{total_exact:>7}{total_heur:>7}{error:>+9.1%}")
+    print("Heuristic vs exact tokens (text only, no framing), as docs/tokens.md has it")
+    print("| encoding | set | class | characters | exact | heuristic | error |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    for encoding in tokens._WEIGHTS:
+        exact = load_encoding(encoding).encode_ordinary
+        estimate = tokens._HEURISTICS[encoding]
+        for half in ("calibration", "holdout"):
+            total_exact = total_heur = 0
+            for path in sorted((CORPUS / half).glob("*.txt")):
+                text = path.read_text(encoding="utf-8")
+                e, h = len(exact(text)), estimate(text)
+                total_exact, total_heur = total_exact + e, total_heur + h
+                print(f"| {encoding} | {half} | {path.stem} | {len(text)} | {e} | {h} | "
+                      f"{(h - e) / e:+.1%} |")
+            error = (total_heur - total_exact) / total_exact
+            print(f"| **{encoding}** | **{half} total** | | | **{total_exact}** | "
+                  f"**{total_heur}** | **{error:+.1%}** |")
+    print()
+
+
+def _best(fn: Callable[[], object], number: int, repeat: int = 25) -> float:
+    """Best seconds per call over ``repeat`` rounds of ``number`` calls."""
+    return min(timeit.timeit(fn, number=number) / number for _ in range(repeat))
+
+
+def _corpus_lines() -> list[str]:
+    return [
+        line
+        for path in sorted(CORPUS.glob("*/*.txt"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+
+
+def heuristic_speed() -> None:
+    encode = load_o200k_base().encode_ordinary
+    print("Per language class (both halves' text): heuristic vs exact o200k_base encode")
+    print(f"{'class':<10}{'chars':>7}{'heuristic':>12}{'exact':>11}{'ratio':>8}")
+    classes = sorted({path.stem for path in CORPUS.glob("*/*.txt")})
+    for name in classes:
+        paths = sorted(CORPUS.glob(f"*/{name}.txt"))
+        text = "\n".join(path.read_text(encoding="utf-8") for path in paths)
+        h = _best(lambda text=text: approximate_text_tokens(text), 20)  # type: ignore[misc]
+        e = _best(lambda text=text: encode(text), 5)  # type: ignore[misc]
+        print(f"{name:<10}{len(text):>7}{h * 1e6:>10.1f}us{e * 1e6:>9.1f}us{e / h:>7.1f}x")
+    lines = _corpus_lines()
+    messages = [{"role": "user", "content": line} for line in lines]
+    t = _best(lambda: [approximate_token_count(m) for m in messages], 5)
+    print(f"mixed corpus, {len(messages)} dict messages (one per line): "
+          f"{len(messages) / t:,.0f} messages/s with the heuristic")
+    exact = tokens._ExactCounter(load_o200k_base())
+
+    def counted() -> None:
+        exact.forget()
+        for m in messages:
+            exact(m)
+
+    def raw() -> None:
+        for line in lines:
+            len(encode(line))
+
+    c, r = _best(counted, 3), _best(raw, 3)
+    print(f"exact o200k_base counter on them (text cache emptied first): {c * 1e3:.2f} ms; "
+          f"raw encode_ordinary of the texts: {r * 1e3:.2f} ms; overhead {c / r:.2f}x")
     print()
 
 
@@ -70,13 +128,14 @@ def speed() -> None:
     message = {"role": "user", "content": text, "id": "m1"}
     human = HumanMessage(content=text, id="m1")
     exact = exact_token_counter()
-    encode = load_cl100k_base().encode_ordinary
+    encode = load_o200k_base().encode_ordinary
     subjects: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
         (
             "100-character ASCII text",
             lambda: approximate_text_tokens(text),
             lambda: len(encode(text)),
         ),
+        # Exact counts of a text seen before come from the counter's text cache.
         ("dict message with it", lambda: approximate_token_count(message), lambda: exact(message)),
         (
             "LangChain HumanMessage with it",
@@ -138,9 +197,12 @@ def _loop(
     count_times: list[float] = []
     counted = cache.misses
     new = [make(history + 1)]
+    forget = getattr(cache.counter, "forget", None)  # an exact counter's text cache
     for step in range(steps):
         if recount:
             cache.clear()
+            if forget is not None:
+                forget()
         t0 = time.perf_counter()
         state = reducer.reduce(state, new).surviving
         reduce_times.append(time.perf_counter() - t0)
@@ -148,6 +210,8 @@ def _loop(
         new = [make(history + 2 + step)]
         if recount:
             cache.clear()
+            if forget is not None:
+                forget()
         t0 = time.perf_counter()
         cache.read(state + new)
         count_times.append(time.perf_counter() - t0)
@@ -195,6 +259,7 @@ def main() -> None:
     args = parser.parse_args()
     accuracy()
     speed()
+    heuristic_speed()
     incremental(args.quick)
 
 

@@ -177,33 +177,23 @@ def _count_extras(extras: PlainExtras, text_tokens: Callable[[str], int]) -> int
 
 # -- the heuristic --------------------------------------------------------------------
 
-# cl100k_base first cuts text into pieces (a run of letters with the space or mark before
-# it, up to three digits, a run of punctuation) and then merges each piece into tokens;
-# a common English word is one token. So the estimate is a token per run of ASCII
-# letters, of digits or of punctuation, plus what splits a run further: capitals
+# A BPE encoding first cuts text into pieces (a run of letters with the space or mark
+# before it, up to three digits, a run of punctuation) and then merges each piece into
+# tokens; a common English word is one token. So the estimate is a token per run of
+# ASCII letters, of digits or of punctuation, plus what splits a run further: capitals
 # (acronyms, CamelCase, base64), digits (numbers go in groups of three) and, in prose in
-# another language, its letters; and per character for other scripts. The ASCII weights
-# are set against exact counts of tests/fixtures/token_corpus/calibration
-# (bench/calibrate_tokens.py fits them again) and checked on .../holdout (docs/tokens.md
-# has the table). ASCII is measured with C-level operations on bytes only, never a regex:
-# the runs by one translate into class bits and big-integer arithmetic, the rest by one
-# translate into weights and a byte sum. Weights are in hundredths of a token, so that
-# every path sums the same integers.
+# another language, its letters; and per character of each other script. The weights
+# differ per encoding (o200k_base has far more tokens for other scripts than
+# cl100k_base); each set is fitted to the exact counts of
+# tests/fixtures/token_corpus/calibration by bench/calibrate_tokens.py and checked on
+# .../holdout (docs/tokens.md has the tables). Everything is measured with C-level
+# operations on bytes, never a regex: the runs by one translate into class bits and
+# big-integer arithmetic, the classes (ASCII kinds, and each script by the lead byte of
+# its UTF-8 characters) by one translate and a byte count each. Weights are in
+# hundredths of a token, so that every path sums the same integers.
 
-#: Per run of ASCII letters, of digits or of punctuation; and per each further
-#: :data:`_LONG_RUN` letters of a run of letters (``x`` * 400 is 50 tokens, not one).
-_RUN_WEIGHT = 100
-_LONG_RUN_WEIGHT = 100
+#: A run of letters costs a further token per this many letters (``x`` * 400 is not one).
 _LONG_RUN = 9
-#: Extra per capital letter, and per digit.
-_UPPER_WEIGHT = 22
-_DIGIT_WEIGHT = 21
-#: Per number after a space (or anything but a letter or a mark): cl100k keeps the
-#: space before a number apart, where a space before a word is free.
-_SPACED_NUMBER_WEIGHT = 100
-#: Extra per ASCII letter in prose in another language (fewer than 8% common English
-#: words), which cl100k, trained mostly on English, splits into more pieces.
-_FOREIGN_LETTER_WEIGHT = 9
 #: The language is told only in prose of at least this many words, and in ASCII text
 #: only from this many characters on: shorter ASCII text is costed at the English rate,
 #: since telling the language apart would cost more than counting such a text.
@@ -220,8 +210,12 @@ def _byte_table(classes: Mapping[bytes, int], default: int) -> bytes:
     return bytes(table)
 
 
-_LOWER = bytes(range(ord("a"), ord("z") + 1))
-_UPPER = bytes(range(ord("A"), ord("Z") + 1))
+def _span(first: int, last: int) -> bytes:
+    return bytes(range(first, last + 1))
+
+
+_LOWER = _span(ord("a"), ord("z"))
+_UPPER = _span(ord("A"), ord("Z"))
 _DIGITS = b"0123456789"
 _PUNCTUATION = bytes(
     [*range(0x21, 0x30), *range(0x3A, 0x41), *range(0x5B, 0x61), *range(0x7B, 0x7F)]
@@ -234,24 +228,96 @@ _RUN_BITS = _byte_table({_LOWER: 1, _UPPER: 1, _DIGITS: 2, _PUNCTUATION: 4, b"\r
 #: has them.
 _LONG_LETTERS = b"\x01" * _LONG_RUN
 _SPACED_NUMBER = b"\x00\x02"
+
+#: Scripts told by the lead byte of their UTF-8 characters: ``(class byte, lead bytes,
+#: name)``. Continuation bytes are ``~``; a script without a class of its own is "other".
+_SCRIPT_LEADS = (
+    (b"L", _span(0xC3, 0xC9), "accented Latin"),  # U+00C0-U+027F
+    (b"G", _span(0xCE, 0xCF), "Greek"),
+    (b"C", _span(0xD0, 0xD4), "Cyrillic"),
+    (b"H", _span(0xD6, 0xD7), "Hebrew"),
+    (b"R", _span(0xD8, 0xDF), "Arabic"),  # with Syriac, Thaana, N'Ko
+    (b"I", b"\xe0", "Indic"),  # U+0800-U+0FFF, unless Thai (below)
+    (b"P", b"\xe2", "symbols"),  # U+2000-U+2FFF, less typographic punctuation (below)
+    (b"K", b"\xe3", "kana"),  # U+3000-U+3FFF, less CJK punctuation (below)
+    (b"Z", _span(0xE4, 0xE9), "Han"),  # U+4000-U+9FFF
+    (b"N", _span(0xEA, 0xED), "Hangul"),  # U+A000-U+DFFF, mostly Hangul syllables
+    (b"F", _span(0xEE, 0xEF), "full-width forms"),  # and private use, compatibility forms
+    (b"E", _span(0xF0, 0xF4), "emoji"),  # every astral character
+)
+#: Characters split off a lead-byte class by their first two bytes: ``(prefix, class
+#: byte it is taken from, name)``.
+_SCRIPT_PREFIXES = (
+    (b"\xe2\x80", b"P", "typographic punctuation"),  # U+2000-U+203F: quotes, dashes, ZWJ
+    (b"\xe3\x80", b"K", "CJK punctuation"),
+)
+#: Thai (U+0E00-U+0E7F) shares its lead byte with the Indic scripts; a text rarely mixes
+#: them, so the first character under that lead byte decides which the text holds
+#: (counting the two-byte prefixes would cost more than the rest of the estimate).
+_THAI_LEAD = 0xE0
+_THAI_SECOND = frozenset(b"\xb8\xb9")
 #: Every byte to its class: ``a`` letter, ``A`` capital, ``0`` digit, ``!`` punctuation,
-#: ``~`` part of a non-ASCII character (UTF-8 lead and continuation bytes), else a space.
+#: a script's class byte for the lead byte of its characters, ``~`` a continuation byte,
+#: ``o`` another lead byte, else (spaces, controls) a space.
 _CLASSES = _byte_table(
-    {_LOWER: 97, _UPPER: 65, _DIGITS: 48, _PUNCTUATION: 33, bytes(range(128, 256)): 126}, 32
+    {
+        _LOWER: ord("a"),
+        _UPPER: ord("A"),
+        _DIGITS: ord("0"),
+        _PUNCTUATION: ord("!"),
+        _span(0x80, 0xBF): ord("~"),
+        _span(0xC0, 0xFF): ord("o"),
+        **{leads: cls[0] for cls, leads, _ in _SCRIPT_LEADS},
+    },
+    32,
 )
 #: Letters to lower case, anything else to a space: ``split()`` gives the words.
 _WORDS = bytes(b | 32 if b in _UPPER or b in _LOWER else 32 for b in range(256))
 
+#: What :func:`_measure` counts, in order: the names the weights are documented under.
+_COUNTED = (
+    "runs",
+    "long-run chunks",
+    "spaced numbers",
+    "capitals",
+    "digits",
+    "letters of foreign prose",
+    *(name for _, _, name in _SCRIPT_LEADS),
+    *(name for _, _, name in _SCRIPT_PREFIXES),
+    "Thai",
+    "other non-ASCII",
+)
 
-def _byte_weights() -> bytes:
-    """Every byte to its extra weight in English text: capitals and digits."""
-    weights = {_UPPER: _UPPER_WEIGHT, _DIGITS: _DIGIT_WEIGHT}
-    # The byte sum of a short text must stay below adler32's modulus.
-    assert max(weights.values()) * _MIN_CHARS_FOR_LANGUAGE < 65521
-    return _byte_table(weights, 0)
+
+class _Weights(NamedTuple):
+    """Hundredths of a token per count of :data:`_COUNTED`, for one encoding."""
+
+    run: int
+    long_run: int
+    spaced_number: int
+    upper: int
+    digit: int
+    foreign_letter: int
+    #: Per character of each script of :data:`_SCRIPT_LEADS`, then of
+    #: :data:`_SCRIPT_PREFIXES`, then of Thai, then of any other script.
+    scripts: tuple[int, ...]
+
+    def flat(self) -> tuple[int, ...]:
+        return (*self[:6], *self.scripts)
 
 
-_BYTE_WEIGHTS = _byte_weights()
+#: Fitted by bench/calibrate_tokens.py (see docs/tokens.md for how well they fit).
+_WEIGHTS = {
+    "o200k_base": _Weights(
+        100, 100, 100, 32, 21, 0,
+        (100, 42, 28, 43, 34, 36, 150, 72, 74, 71, 100, 190, 100, 100, 42, 100),
+    ),
+    "cl100k_base": _Weights(
+        100, 100, 100, 22, 21, 10,
+        (100, 105, 51, 119, 83, 123, 150, 99, 119, 128, 100, 294, 100, 100, 99, 100),
+    ),
+}
+
 _adler32 = zlib.adler32
 _from_bytes = int.from_bytes
 
@@ -269,32 +335,6 @@ _ENGLISH_WORDS = frozenset(
         "also", "just", "about", "into", "over", "after", "before", "up", "out",
     )
 )
-#: ``(characters, characters per token piece, hundredths of a token per piece)`` for
-#: non-ASCII text.
-_SCRIPTS = (
-    (r"[\u00c0-\u024f\u1e00-\u1eff]", 1, 100),  # accented Latin
-    (r"[\u0400-\u052f]", 2, 100),  # Cyrillic
-    (r"[\u0590-\u05ff]", 1, 110),  # Hebrew
-    (r"[\u0600-\u06ff\u0750-\u08ff]", 1, 80),  # Arabic
-    (r"[\u0900-\u0dff]", 1, 120),  # Indic scripts
-    (r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]", 1, 120),  # Han
-    (r"[\u3040-\u30ff]", 1, 100),  # kana
-    (r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]", 1, 125),  # Hangul
-    (r"[\u3000-\u303f\uff00-\uffef]", 1, 100),  # CJK punctuation, full width forms
-    (r"[\u2000-\u2bff\ufe0f\u200d]", 1, 150),  # symbols, dingbats, joiners
-    (r"[\U00010000-\U0010ffff]", 1, 270),  # emoji and other astral characters
-)
-#: ``(pieces, characters or None when a piece is one character, weight)``.
-_SCRIPT_PIECES = tuple(
-    (
-        re.compile(f"{chars}{{1,{run}}}" if run > 1 else chars),
-        re.compile(chars) if run > 1 else None,
-        weight,
-    )
-    for chars, run, weight in _SCRIPTS
-)
-#: Any other non-ASCII character (Greek, Thai, Georgian, ...): about one token each.
-_OTHER_WEIGHT = 100
 
 
 def _runs(data: bytes) -> tuple[int, int, int]:
@@ -318,77 +358,147 @@ def _is_foreign(data: bytes, punctuation: int) -> bool:
     return sum(map(_ENGLISH_WORDS.__contains__, words)) < _ENGLISH_SHARE * n
 
 
-def _measure(text: str, data: bytes) -> tuple[tuple[int, ...], int]:
-    """The counts the estimate weighs (see :data:`_COUNTED`) and its non-ASCII part.
+def _measure(text: str, data: bytes) -> tuple[int, ...]:
+    """The counts the estimate weighs, in the order of :data:`_COUNTED`.
 
-    ``data`` is ``text`` in UTF-8. The non-ASCII part is in hundredths of a token.
+    ``data`` is ``text`` in UTF-8 (lone surrogates passed through). The reference the
+    fast paths of :func:`_text_estimator` are tested against.
     """
     classes = data.translate(_CLASSES)
-    upper = classes.count(b"A")
-    letters = classes.count(b"a") + upper
+    count = classes.count
+    upper = count(b"A")
+    letters = count(b"a") + upper
     ascii_only = len(data) == len(text)
     foreign = (
         (not ascii_only or len(data) >= _MIN_CHARS_FOR_LANGUAGE)
         and letters >= _MIN_WORDS_FOR_LANGUAGE
-        and _is_foreign(data, classes.count(b"!"))
+        and _is_foreign(data, data.translate(_RUN_BITS).count(4))
     )
-    counts = (*_runs(data), upper, classes.count(b"0"), letters if foreign else 0)
-    if ascii_only:
-        return counts, 0
-    # Non-ASCII characters: all characters less the ASCII bytes.
-    left = len(text) - len(data) + classes.count(b"~")
-    scripts = 0
-    for pieces, chars, weight in _SCRIPT_PIECES:
-        found = len(pieces.findall(text))
-        if found:
-            scripts += found * weight
-            left -= found if chars is None else len(chars.findall(text))
-    return counts, scripts + left * _OTHER_WEIGHT
+    counts = (*_runs(data), upper, count(b"0"), letters if foreign else 0)
+    scripts = {cls: count(cls) for cls, _, _ in _SCRIPT_LEADS}
+    split = []
+    for prefix, cls, _ in _SCRIPT_PREFIXES:
+        found = data.count(prefix)
+        scripts[cls] -= found
+        split.append(found)
+    thai = scripts[b"I"] if _is_thai(data) else 0
+    scripts[b"I"] -= thai
+    return (*counts, *scripts.values(), *split, thai, count(b"o"))
 
 
-#: What :func:`_measure` counts, with the name of each weight.
-_COUNTED = (
-    ("runs", "_RUN_WEIGHT"),
-    ("long-run chunks", "_LONG_RUN_WEIGHT"),
-    ("spaced numbers", "_SPACED_NUMBER_WEIGHT"),
-    ("capitals", "_UPPER_WEIGHT"),
-    ("digits", "_DIGIT_WEIGHT"),
-    ("letters of foreign prose", "_FOREIGN_LETTER_WEIGHT"),
-)
+def _is_thai(data: bytes) -> bool:
+    """Whether the first character of ``data`` under :data:`_THAI_LEAD` is Thai."""
+    at = data.find(_THAI_LEAD)
+    return at >= 0 and at + 1 < len(data) and data[at + 1] in _THAI_SECOND
 
 
-def _estimate(text: str, data: bytes) -> int:
+def _estimate(text: str, data: bytes, weights: _Weights) -> int:
     """The estimate in hundredths of a token, from :func:`_measure` (any text)."""
-    counts, scripts = _measure(text, data)
-    weights: list[int] = [globals()[name] for _, name in _COUNTED]
-    return sum(c * w for c, w in zip(counts, weights, strict=True)) + scripts
+    return sum(c * w for c, w in zip(_measure(text, data), weights.flat(), strict=True))
+
+
+#: Bytes summed at a time by adler32 (whose low half is 1 + the byte sum, below its
+#: modulus 65521 while each byte weighs at most 255).
+_CHUNK = 256
+
+
+def _text_estimator(encoding: str) -> Callable[[str], int]:
+    """The heuristic's text counter for ``encoding``: :func:`_estimate`, computed fast.
+
+    Capitals, digits and every script's characters are weighed by one translate into
+    per-byte weights (a script's weight on the lead byte of each character) and a byte
+    sum by adler32; what a single byte cannot tell (the scripts split off by their first
+    two bytes, a weight above 255) is corrected by counts.
+    """
+    weights = _Weights(*_WEIGHTS[encoding])
+    run, long_run, spaced = weights.run, weights.long_run, weights.spaced_number
+    foreign_letter = weights.foreign_letter
+    per_byte = {_UPPER: weights.upper, _DIGITS: weights.digit}
+    leads = [leads for _, leads, _ in _SCRIPT_LEADS]
+    script_weights = dict(zip(leads, weights.scripts, strict=False))
+    over: list[tuple[bytes, int]] = []  # lead bytes whose weight does not fit a byte
+    for members, weight in script_weights.items():
+        per_byte[members] = min(weight, 255)
+        if weight > 255:
+            over.append((members, weight - 255))
+    other = weights.scripts[-1]
+    table = bytearray(_byte_table(per_byte, 0))
+    for byte in range(0xC0, 0x100):
+        if not any(byte in members for members in leads):
+            table[byte] = other
+    assert max(weights.upper, weights.digit, other) <= 255
+    # ASCII bytes weigh at most this much: more of them fit in one adler32 sum.
+    ascii_chunk = 65520 // max(weights.upper, weights.digit, 1)
+    byte_weights = bytes(table)
+    # A script split off by a prefix weighs its own weight instead of its lead's.
+    parent = {cls[0]: w for (cls, _, _), w in zip(_SCRIPT_LEADS, weights.scripts, strict=False)}
+    prefixes = tuple(
+        (prefix[0], prefix, weights.scripts[len(_SCRIPT_LEADS) + k] - parent[cls[0]])
+        for k, (prefix, cls, _) in enumerate(_SCRIPT_PREFIXES)
+    )
+    thai_extra = weights.scripts[-2] - parent[ord("I")]
+
+    def text_tokens(text: str) -> int:
+        if not text:
+            return 0
+        short_ascii = len(text) < _MIN_CHARS_FOR_LANGUAGE and text.isascii()
+        if short_ascii:
+            data = text.encode()
+        else:
+            try:
+                data = text.encode()
+            except UnicodeEncodeError:  # lone surrogates
+                data = text.encode("utf-8", "surrogatepass")
+        kinds = data.translate(_RUN_BITS)
+        bits = _from_bytes(kinds, "little")
+        total = ((bits ^ (bits << 8)).bit_count() >> 1) * run + 50
+        # Two-byte searches cost more than a one-byte test: skip them when they cannot match.
+        if b"\x01" in kinds:
+            total += kinds.count(_LONG_LETTERS) * long_run
+        if b"\x02" in kinds:
+            total += kinds.count(_SPACED_NUMBER) * spaced
+        weighed = data.translate(byte_weights)
+        if short_ascii:  # the commonest case: one chunk, the English rate
+            return (total + (_adler32(weighed) & 0xFFFF) - 1) // 100 or 1
+        chunk = ascii_chunk if len(data) == len(text) else _CHUNK
+        for at in range(0, len(weighed), chunk):
+            total += (_adler32(weighed[at : at + chunk]) & 0xFFFF) - 1
+        letters = kinds.count(1) if foreign_letter else 0
+        if (
+            letters >= _MIN_WORDS_FOR_LANGUAGE
+            and (len(data) != len(text) or len(data) >= _MIN_CHARS_FOR_LANGUAGE)
+            and _is_foreign(data, kinds.count(4))
+        ):
+            total += letters * foreign_letter
+        if len(data) != len(text):
+            for lead, prefix, extra in prefixes:
+                if lead in data:  # one byte, found fast; a two-byte search is slower
+                    total += data.count(prefix) * extra
+            if thai_extra and _is_thai(data):
+                total += data.count(_THAI_LEAD) * thai_extra
+            for members, extra in over:
+                total += sum(map(data.count, (bytes((b,)) for b in members))) * extra
+        return total // 100 or 1
+
+    text_tokens.__name__ = text_tokens.__qualname__ = f"approximate_text_tokens_{encoding}"
+    return text_tokens
+
+
+#: The heuristic's text counter per encoding.
+_HEURISTICS = {encoding: _text_estimator(encoding) for encoding in _WEIGHTS}
 
 
 def approximate_text_tokens(text: str) -> int:
-    """Estimate the cl100k_base tokens of ``text`` from its characters, for any script."""
-    if not text:
-        return 0
-    if len(text) < _MIN_CHARS_FOR_LANGUAGE and text.isascii():
-        # Short ASCII text, the commonest, at the English rate: the runs, then capitals and
-        # digits as one C-level byte sum (adler32's low half is 1 + the sum, which stays
-        # below its modulus here; + 49 then rounds halves up). At least one token.
-        data = text.encode()
-        kinds = data.translate(_RUN_BITS)
-        bits = _from_bytes(kinds, "little")
-        total = ((bits ^ (bits << 8)).bit_count() >> 1) * _RUN_WEIGHT + 49
-        total += kinds.count(_LONG_LETTERS) * _LONG_RUN_WEIGHT
-        total += kinds.count(_SPACED_NUMBER) * _SPACED_NUMBER_WEIGHT
-        return (total + (_adler32(data.translate(_BYTE_WEIGHTS)) & 0xFFFF)) // 100 or 1
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:  # lone surrogates
-        data = text.encode("utf-8", "surrogatepass")
-    return (_estimate(text, data) + 50) // 100 or 1
+    """Estimate the ``o200k_base`` tokens of ``text`` from its characters, for any script."""
+    return _approximate_o200k(text)
+
+
+_approximate_o200k = _HEURISTICS["o200k_base"]
 
 
 def approximate_token_count(message: Any) -> int:
-    """Estimate the tokens of one message without a tokenizer (same framing rules)."""
-    return count_message(message, approximate_text_tokens)
+    """Estimate the ``o200k_base`` tokens of one message without a tokenizer (same framing)."""
+    return count_message(message, _approximate_o200k)
 
 
 # -- exact counts, offline ----------------------------------------------------------
@@ -1065,7 +1175,7 @@ class TokenCountCache:
 def _text_counter(counter: TokenCounter) -> Callable[[str], int] | None:
     """The text counter of a built-in message counter, whose counts follow from parts."""
     if counter is approximate_token_count:
-        return approximate_text_tokens
+        return _approximate_o200k
     if isinstance(counter, _TextCounter):
         return counter.text_tokens
     return None
