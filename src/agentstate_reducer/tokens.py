@@ -949,7 +949,10 @@ def resolve_token_counter(token_counter: Any = None) -> TokenCounter:
             _log_fallback(exc)
             return approximate_token_count
     if isinstance(token_counter, str):
-        counter = _named_counter(token_counter, load=True)
+        try:
+            counter = _named_counter(token_counter, load=True)
+        except ConfigError as exc:
+            raise ConfigError(f"token_counter: {exc}") from None
         assert counter is not None
         return counter
     check_token_counter(token_counter)

@@ -423,7 +423,9 @@ def trim_messages(
     Args:
         messages: the history, in order (an iterable, or an object with ``to_messages()``).
         max_tokens: the budget.
-        token_counter: ``"approximate"``, a chat model (``get_num_tokens_from_messages``),
+        token_counter: ``"approximate"``, an encoding or model name (``"o200k_base"``,
+            ``"gpt-4o"``, ...; see :func:`~agentstate_reducer.tokens.resolve_token_counter`),
+            a chat model (``get_num_tokens_from_messages``),
             a callable over one message (its first parameter annotated with a message
             type such as ``BaseMessage`` or ``dict``), or a callable over a list of
             messages (unannotated or annotated as a list, e.g. ``len``); ``None`` means
