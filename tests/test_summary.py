@@ -400,7 +400,9 @@ def test_a_langchain_chat_model_works_sync_and_async() -> None:
     assert isinstance(block[0], HumanMessage) and block[0].content.endswith("s1")
     assert is_summary(block[0])
     again = asyncio.run(reducer.areduce(history)).surviving[1]
-    assert again.content.endswith("s2") and again.id == block[0].id
+    assert again == block[0]  # the same fold: the same summary, from the one call
+    later = asyncio.run(reducer.areduce([*history, HumanMessage("more", id="x")])).surviving[1]
+    assert later.content.endswith("s2") and later.id != block[0].id
 
 
 @pytest.mark.parametrize(
@@ -514,3 +516,14 @@ def test_pins_survive_every_plan(
     plan = make_plan(read_messages(history), config, counts, pinned=pinned)
     assert not pinned & set(plan.pruned)
     assert validate_history([m for i, m in enumerate(history) if i not in plan.pruned]) == []
+
+
+def test_the_same_fold_twice_costs_one_model_call() -> None:
+    model = FactModel()
+    summarize = summarize_with(model)
+    assert summarize(chat(4)) == summarize(chat(4))
+    assert len(model.requests) == 1
+    asyncio.run(summarize.acall(chat(4)))
+    assert len(model.requests) == 1
+    summarize(chat(4, start=1))
+    assert len(model.requests) == 2

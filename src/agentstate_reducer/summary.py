@@ -251,6 +251,9 @@ class Summarizer:
         #: The instructions (system prompt).
         self.instructions = instructions.replace("{max_tokens}", str(max_tokens))
         self._count_tokens = count_tokens
+        # The last fold, by prompt: LangGraph may run a channel reducer twice on the same
+        # update, and the same input must neither cost a second call nor differ.
+        self._last: tuple[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"summarize_with({self.model!r}, max_tokens={self.max_tokens!r})"
@@ -331,12 +334,19 @@ class Summarizer:
         return reply
 
     def __call__(self, pruned: list[Any]) -> str:
-        """Summarise ``pruned`` (the previous summary plus new messages) with the model."""
-        text, tokens = self._checked(self._call(self.prompt(pruned)))
+        """Summarise ``pruned`` (the previous summary plus new messages) with the model.
+
+        The same messages twice in a row give the same text, from one model call."""
+        prompt = self.prompt(pruned)
+        last = self._last
+        if last is not None and last[0] == prompt:
+            return last[1]
+        text, tokens = self._checked(self._call(prompt))
         if tokens > self.max_tokens:
             text, tokens = self._checked(self._call(self._shorten(text, tokens)))
             if tokens > self.max_tokens:
                 text = self._cut(text, tokens)
+        self._last = (prompt, text)
         return text
 
     def _shorten(self, text: str, tokens: int) -> str:
@@ -368,11 +378,16 @@ class Summarizer:
 
     async def acall(self, pruned: list[Any]) -> str:
         """Async :meth:`__call__`: ``ainvoke`` when the model has it (``areduce`` uses this)."""
-        text, tokens = self._checked(await self._acall(self.prompt(pruned)))
+        prompt = self.prompt(pruned)
+        last = self._last
+        if last is not None and last[0] == prompt:
+            return last[1]
+        text, tokens = self._checked(await self._acall(prompt))
         if tokens > self.max_tokens:
             text, tokens = self._checked(await self._acall(self._shorten(text, tokens)))
             if tokens > self.max_tokens:
                 text = self._cut(text, tokens)
+        self._last = (prompt, text)
         return text
 
 

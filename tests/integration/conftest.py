@@ -4,6 +4,7 @@ every context it receives, a real tool, delivery counting, and a PostgreSQL fixt
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import pytest
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -20,6 +22,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langgraph.graph import START, StateGraph
@@ -113,6 +116,40 @@ def scripted_model(turns: int) -> ScriptedChatModel:
 
 def human(turn: int) -> HumanMessage:
     return HumanMessage(content=f"turn {turn}: please look this up", id=f"human-{turn}")
+
+
+#: How a fact is written in scripted conversations: ``FACT[key=value]``, verbatim.
+FACT = re.compile(r"FACT\[[^\]]*\]")
+
+
+def facts_in(messages: Sequence[BaseMessage]) -> set[str]:
+    """Every fact written in ``messages``' text."""
+    return {f for m in messages for f in FACT.findall(m.text)}
+
+
+class FactSummaryModel(BaseChatModel):
+    """A scripted summary model: records every prompt it gets and answers with each
+    distinct fact it was shown, as an LLM told to keep facts verbatim would.
+
+    Calls numbered in ``fail_on`` (1-based) raise instead, like a provider outage.
+    """
+
+    #: The text of every prompt received, in call order.
+    prompts: list[str] = Field(default_factory=list)
+    fail_on: set[int] = Field(default_factory=set)
+
+    @property
+    def _llm_type(self) -> str:
+        return "fact-summary"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        text = "\n".join(m.text for m in messages)
+        self.prompts.append(text)
+        if len(self.prompts) in self.fail_on:
+            raise ConnectionError("summary model unavailable")
+        found = sorted(set(FACT.findall(text)), key=text.index)
+        reply = "## Facts\n" + "\n".join(f"- {f}" for f in found)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
 @dataclass
@@ -269,6 +306,8 @@ class Kit:
     max_context: Callable[[ScriptedChatModel], int] = max_context
     message_graph: Callable[[Any, Any, Any], Any] = message_graph
     turn_input: Callable[[int], dict[str, Any]] = turn_input
+    summary_model: Callable[..., FactSummaryModel] = FactSummaryModel
+    facts_in: Callable[[Sequence[BaseMessage]], set[str]] = facts_in
 
 
 @pytest.fixture
