@@ -26,6 +26,11 @@ def test_core_runs_without_optional_packages() -> None:
         history = [{{"role": "user", "content": "x" * 40, "id": str(i)}} for i in range(9)]
         result = MessageReducer(config=cfg).reduce(existing=history)
         assert result.pruned and result.summary == "s"
+        from agentstate_reducer import summarize_with
+        cfg = ReducerConfig(max_tokens=40, summarize_fn=summarize_with(lambda p: "- fact"),
+                            inject_summary=True, pin={{"0"}})
+        result = MessageReducer(config=cfg).reduce(existing=history)
+        assert result.pruned and result.summary == "- fact", result
         loaded = sorted(m for m in sys.modules if m.split(".")[0] in {BLOCKED!r})
         assert not loaded, loaded
         print("ok")

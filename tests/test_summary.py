@@ -527,3 +527,40 @@ def test_the_same_fold_twice_costs_one_model_call() -> None:
     assert len(model.requests) == 1
     summarize(chat(4, start=1))
     assert len(model.requests) == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(st.integers(1, 4), min_size=3, max_size=25),
+    least=st.integers(2, 6),
+    extra=st.integers(1, 8),
+    fail=st.sets(st.integers(1, 30), max_size=10),
+)
+def test_rolling_folds_keep_one_summary_the_pin_and_every_fact(
+    steps: list[int], least: int, extra: int, fail: set[int]
+) -> None:
+    most = least + extra
+    reducer = fold_reducer(
+        summarize_with(FactModel(fail_on=fail), max_tokens=4000),
+        min_messages=least,
+        max_messages=most,
+        pin={"u0"},
+    )
+    state: list[Any] = [system()]
+    stated: set[str] = set()
+    forced = False
+    start = 0
+    for n in steps:
+        new = chat(n, start=start)
+        start += n
+        stated |= {f for m in new for f in FACT.findall(m["content"])}
+        result = reducer.reduce(state, new)
+        forced |= result.summary_failed and bool(result.pruned)
+        state = result.surviving
+        assert sum(is_summary(m) for m in state) <= 1
+        assert state[0]["id"] == "sys" and any(m["id"] == "u0" for m in state)
+        assert len(state) <= 2 * most + 1 + 1  # the bound, the preserved first, the pin
+        assert validate_history(state) == []
+        if not forced:  # a forced prune (the bound passed while failing) may lose facts
+            view = "\n".join(str(m["content"]) for m in state)
+            assert stated <= set(FACT.findall(view))

@@ -50,7 +50,7 @@ def as_message_list(value: Any) -> list[Any]:
 
 def hard_message_limit(max_messages: int) -> int:
     """Count mode's hard limit while summaries fail: twice ``max_messages`` messages
-    (the summary block included), plus the preserved first message."""
+    (the summary block included), plus the preserved first message and pinned ones."""
     return 2 * max_messages
 
 
