@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -119,18 +124,109 @@ def test_ledger_claims_each_id_once_and_forgets_the_oldest() -> None:
     assert ledger.claim([a, b]) == [a, b]
     assert ledger.claim([a, b]) == []
     assert ledger.claim([c]) == [c]
-    assert "a" not in ledger and "c" in ledger and len(ledger) == 2
-    anonymous = {"role": "user"}
-    assert ledger.claim([anonymous, anonymous]) == [anonymous, anonymous]
+    assert not ledger.delivered(a) and ledger.delivered(c) and len(ledger) == 2
+    anonymous = {"role": "user", "content": "hi"}
+    assert ledger.claim([anonymous, dict(anonymous)]) == [anonymous]
+
+
+def test_ledger_keys_are_namespace_and_id() -> None:
+    ledger = DeliveryLedger(window=100)
+    one, text_one = {"id": 1, "role": "user"}, {"id": "1", "role": "user"}
+    assert ledger.claim([one, text_one], ("memories", "t1")) == [one, text_one]
+    assert ledger.claim([one, text_one], ["memories", "t1"]) == []  # a list is the same
+    assert ledger.claim([one], ("memories", "t2")) == [one]
+    assert ledger.claim([{"id": 1, "role": "user"}], None) == [one]
+    assert ledger.delivered(one, ("memories", "t2")) and not ledger.delivered(one, "t3")
 
 
 def test_ledger_release_hands_ids_out_again() -> None:
     ledger = DeliveryLedger(window=10)
     a, b = ({"id": x, "role": "user"} for x in "ab")
-    ledger.claim([a, b])
-    ledger.release([a, {"role": "user"}])
-    assert "a" not in ledger and "b" in ledger
-    assert ledger.claim([a, b]) == [a]
+    ledger.claim([a, b], "ns")
+    ledger.release([a, {"role": "user"}], "ns")
+    assert not ledger.delivered(a, "ns") and ledger.delivered(b, "ns")
+    assert ledger.claim([a, b], "ns") == [a]
+
+
+def test_ledger_digests_unhashable_and_deep_messages() -> None:
+    ledger = DeliveryLedger(window=10)
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+    odd = {"role": "user", "content": deep}
+    assert ledger.claim([odd], {"unhashable": "namespace"}) == [odd]
+    assert ledger.claim([odd], {"unhashable": "namespace"}) == []
+
+
+def test_background_releases_what_it_drops_so_a_later_reduce_delivers_it() -> None:
+    """A flood: dropped batches are not marked delivered; a replay hands them over."""
+    gate = threading.Event()
+    got: list[str] = []
+
+    def slow(pruned: list[Any], ns: Any) -> None:
+        gate.wait(10)
+        got.extend(m["id"] for m in pruned)
+
+    bg = Background(slow, workers=1, max_pending=1)
+    reducer = MessageReducer(config=ReducerConfig(min_messages=0, max_messages=0, on_prune=[bg]))
+    sys_msg = {"role": "system", "content": "s"}
+    steps = [[{"role": "user", "content": str(i), "id": f"m{i}"}] for i in range(50)]
+    for new in steps:
+        reducer.reduce(existing=[sys_msg], new=new)
+    assert bg.dropped >= 40 and bg.dropped_messages == bg.dropped
+    gate.set()
+    bg.join()
+    for new in steps:  # the replay (or the next reduce that prunes them)
+        reducer.reduce(existing=[sys_msg], new=new)
+        bg.join()
+    bg.close()
+    assert sorted(got) == sorted(f"m{i}" for i in range(50))
+    assert len(got) == 50  # and none twice
+
+
+def test_background_close_gives_up_after_its_timeout_and_counts() -> None:
+    release = threading.Event()
+    bg = Background(lambda p, ns: release.wait(30), workers=1, max_pending=10)
+    for i in range(4):
+        bg([i], None)
+    t0 = time.monotonic()
+    bg.close(wait=True, timeout=0.3)
+    assert time.monotonic() - t0 < 5
+    assert bg.abandoned == 4  # one running, three queued
+    release.set()
+
+
+def test_background_exit_drain_is_bounded_and_ctrl_c_gives_up(tmp_path: Any) -> None:
+    """A hung hook: the interpreter exits after exit_timeout, or at once on Ctrl-C."""
+    script = textwrap.dedent(
+        """
+        import logging, sys, threading, time
+        logging.basicConfig(level=logging.WARNING)
+        from agentstate_reducer import Background
+        bg = Background(lambda p, ns: threading.Event().wait(), workers=1,
+                        exit_timeout=float(sys.argv[1]))
+        for i in range(3):
+            bg([i], None)
+        print("ready", flush=True)
+        """
+    )
+    t0 = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-c", script, "0.5"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0 and time.monotonic() - t0 < 30
+    assert "3 batch(es) abandoned" in out.stderr
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, "600"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    time.sleep(0.5)  # inside the exit drain by now
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert "3 batch(es) abandoned" in err
 
 
 def test_background_drains_at_interpreter_exit(tmp_path: Any) -> None:

@@ -8,10 +8,12 @@ prefix and removes it, so reruns and parallel runs do not collide.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from histories import ai, human, results, system
@@ -32,7 +35,13 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import agentstate_reducer.outbox as outbox_pkg
-from agentstate_reducer import MessageFormatError, MessageReducer, OutboxError, ReducerConfig
+from agentstate_reducer import (
+    MessageFormatError,
+    MessageReducer,
+    OutboxError,
+    ReducerConfig,
+    UnstorableError,
+)
 from agentstate_reducer.outbox import (
     AsyncOutboxHook,
     Job,
@@ -42,7 +51,14 @@ from agentstate_reducer.outbox import (
     RelayRound,
     SQLiteOutbox,
 )
-from agentstate_reducer.outbox.base import Row, decode_message, encode_message, message_key
+from agentstate_reducer.outbox.base import (
+    MAX_DEPTH,
+    TAG,
+    Row,
+    decode_message,
+    encode_message,
+    message_key,
+)
 
 POSTGRES_URL = os.environ.get(
     "AGENTSTATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -217,10 +233,10 @@ class OutboxContract:
         bad = [*batch(2), object()]
         with pytest.raises(MessageFormatError, match="index 2"):
             outbox.enqueue(bad, NS)
-        with pytest.raises(MessageFormatError, match=r"index 1 is a dict.*JSON"):
+        with pytest.raises(UnstorableError, match=r"index 1, field \['when'\].*object"):
             outbox.enqueue([batch(1)[0], {"id": "x", "when": object()}], NS)
-        with pytest.raises(TypeError, match="namespace"):
-            outbox.enqueue(batch(1), object())
+        with pytest.raises(UnstorableError, match=r"namespace part \[1\] is <object"):
+            outbox.enqueue(batch(1), ("memories", object()))
         assert sum(outbox.counts().values()) == 0
 
     def test_round_trip_of_dicts_and_langchain_messages(self, outbox: Outbox) -> None:
@@ -240,6 +256,184 @@ class OutboxContract:
         jobs = outbox.claim(10)
         assert [job.message for job in jobs] == messages
         assert [type(job.message) for job in jobs] == [type(m) for m in messages]
+
+    def test_what_json_lacks_is_stored_losslessly(self, outbox: Outbox) -> None:
+        messages: list[Any] = [
+            {"role": "user", "content": b"\x00\xffraw", "id": "bytes"},
+            {"role": "user", "content": "lone \ud800 surrogate", "id": "id \udfff"},
+            {"role": "user", "content": "nul", "id": "id\x00nul"},
+            {"role": "user", "content": "int id", "id": 1},
+            {"role": "user", "content": "str id", "id": "1"},
+            {"role": "user", "content": "looks encoded", "id": 'json:"1"'},
+            {"role": "user", "content": {1: "int key", TAG: "the tag key"}, "id": "keys"},
+            HumanMessage(content=[{"type": "file", "data": b"%PDF"}], id="lc-bytes"),
+        ]
+        namespace = ("memories", "nul\x00 and \ud800")
+        assert outbox.enqueue(messages, namespace) == len(messages)
+        assert outbox.enqueue(messages, namespace) == 0
+        jobs = outbox.claim(20)
+        assert [job.message for job in jobs] == messages
+        assert {job.namespace for job in jobs} == {namespace}
+        assert len({job.key for job in jobs}) == len(messages)  # 1 and "1" stay apart
+
+    def test_nesting_past_the_limit_is_refused_clearly(self, outbox: Outbox) -> None:
+        deep: Any = "leaf"
+        for _ in range(MAX_DEPTH - 1):
+            deep = [deep]
+        assert outbox.enqueue([{"role": "user", "content": deep, "id": "ok"}], NS) == 1
+        for _ in range(1000):
+            deep = {"k": deep}
+        with pytest.raises(UnstorableError, match=r"index 1, field \['content'\]\['k'\]\['k'\]"
+                           r"\.\.\.: the outbox cannot store nesting deeper than 100 levels"):
+            outbox.enqueue([batch(1)[0], {"role": "user", "content": deep, "id": "x"}], NS)
+        assert outbox.counts()["ready"] == 1
+
+    async def test_a_cancelled_areduce_loses_and_duplicates_nothing(
+        self, outbox: Outbox
+    ) -> None:
+        """Cancelled while AsyncOutboxHook is storing (a timed-out LangGraph run)."""
+        insert = outbox._insert
+        entered = threading.Event()
+
+        def slow_insert(rows: list[Row]) -> int:
+            entered.set()
+            time.sleep(0.3)
+            return insert(rows)
+
+        outbox._insert = slow_insert  # type: ignore[method-assign]
+        reducer = MessageReducer(
+            config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[AsyncOutboxHook(outbox)])
+        )
+        history = batch(6)
+        task = asyncio.create_task(reducer.areduce(history, namespace=NS))
+        await asyncio.to_thread(entered.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        result = await reducer.areduce(history, namespace=NS)  # the step is retried
+        await asyncio.sleep(0.5)  # the cancelled store finishes in its thread
+        sink = Sink()
+        drain(outbox, sink)
+        assert sorted(i for _, i in sink.deliveries) == sorted(m["id"] for m in result.pruned)
+        assert set(sink.deliveries.values()) == {1}
+
+    @pytest.mark.slow
+    def test_two_relays_with_a_delivery_slower_than_the_lease(self, outbox: Outbox) -> None:
+        """2.5 lease lengths per delivery: each message once, none dead-lettered."""
+        outbox.enqueue(batch(6), NS)
+        sink = Sink()
+
+        def slow(messages: list[Any], namespace: Any) -> None:
+            time.sleep(1.0)
+            sink(messages, namespace)
+
+        stop = threading.Event()
+        relays = [Relay(outbox, slow, batch=3, lease_seconds=0.4, poll_interval=0.05)] * 2
+        threads = [threading.Thread(target=r.run_forever, args=(stop,)) for r in relays]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 20
+        while outbox.counts()["done"] < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        assert set(sink.deliveries.values()) == {1} and len(sink.deliveries) == 6
+        assert outbox.counts() == {"ready": 0, "claimed": 0, "done": 6, "failed": 0}
+
+    def test_renew_extends_only_leases_still_held(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(2), NS)
+        jobs = outbox.claim(10, 0.3)
+        assert outbox.renew(jobs, 30) == 2
+        time.sleep(0.4)
+        assert outbox.claim(10, 30) == []  # renewed: still held
+        assert outbox.ack(jobs) == 2
+        assert outbox.renew(jobs, 30) == 0
+        assert outbox.renew([], 30) == 0
+
+    def test_one_poison_message_does_not_take_its_batch_down(self, backend: Backend) -> None:
+        outbox = backend.make(max_attempts=1)
+        outbox.enqueue(batch(30), NS)
+        sink = Sink()
+        calls = 0
+
+        def picky(messages: list[Any], namespace: Any) -> None:
+            nonlocal calls
+            calls += 1
+            if any(m["id"] == "m17" for m in messages):
+                raise ValueError("the store rejects m17")
+            sink(messages, namespace)
+
+        assert Relay(outbox, picky, retry_delay=0).run_once() == RelayRound(30, 29, 1)
+        assert len(sink.entries) == 29 and calls < 30  # bisected, not one call each
+        (dead,) = outbox.dead_letters()
+        assert dead.key == "m17" and dead.last_error == "ValueError: the store rejects m17"
+        assert outbox.revive() == 1
+        assert ids(outbox.claim(10)) == ["m17"]  # revived alone, not with its old group
+
+    def test_a_corrupted_envelope_is_dead_lettered_alone(self, backend: Backend) -> None:
+        outbox = backend.make()
+        outbox.enqueue(batch(3), NS)
+        outbox.enqueue(batch(10, prefix="o"), ("other",))
+        broken = self.corrupt(backend, outbox, "m1")
+        sink = Sink()
+        assert Relay(outbox, sink).run_once() == RelayRound(13, 12, 1)
+        assert len(sink.entries) == 12 and (NS, "m1") not in sink.entries
+        (dead,) = outbox.dead_letters()
+        assert dead.id == broken and dead.decode_error is not None
+        assert dead.last_error is not None and "cannot be decoded" in dead.last_error
+        assert outbox.discard([dead]) == 1
+        assert outbox.dead_letters() == []
+        assert outbox.counts() == {"ready": 0, "claimed": 0, "done": 13, "failed": 0}
+
+    def corrupt(self, backend: Backend, outbox: Outbox, key: str) -> int:
+        """Break the stored envelope of the job with ``key``; return its id."""
+        raise NotImplementedError
+
+    def test_a_dead_letter_can_be_edited_and_revived(self, backend: Backend) -> None:
+        outbox = backend.make(max_attempts=1)
+        outbox.enqueue(batch(2), NS)
+        jobs = outbox.claim(10)
+        assert outbox.fail(jobs[0], "rejected", dead=True) == "failed"
+        assert outbox.edit(jobs[1], {"role": "user", "content": "x"}) is False  # not dead
+        assert outbox.ack(jobs[1:]) == 1
+        (dead,) = outbox.dead_letters()
+        fixed = {"role": "user", "content": "fixed", "id": "m0"}
+        assert outbox.edit(dead, fixed) is True
+        assert outbox.revive([dead]) == 1
+        (again,) = outbox.claim(10)
+        assert again.message == fixed and again.key == "m0"
+
+    def test_threads_that_end_leave_no_connection_open(self, backend: Backend) -> None:
+        outbox = backend.make()
+        outbox.enqueue(batch(1), NS)
+        before = self.open_connections(backend, outbox)
+
+        def use() -> None:
+            outbox.counts()
+
+        for _ in range(6):
+            threads = [threading.Thread(target=use) for _ in range(10)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(30)
+        # 60 threads, at most 10 at once: what stays open is bounded by the peak, never
+        # one connection per thread that ever used the outbox.
+        assert self.open_connections(backend, outbox) <= max(before, 10)
+        outbox.close()
+        assert self.open_connections(backend, outbox) == 0
+
+    def open_connections(self, backend: Backend, outbox: Outbox) -> int:
+        raise NotImplementedError
+
+    def test_a_closed_outbox_is_a_context_manager_and_refuses_work(
+        self, backend: Backend
+    ) -> None:
+        with backend.make() as outbox:
+            assert outbox.enqueue(batch(1), NS) == 1
+        with pytest.raises(OutboxError):
+            outbox.enqueue(batch(1, start=1), NS)
 
     # claim
 
@@ -490,6 +684,97 @@ class OutboxContract:
 # -- the backends --------------------------------------------------------------------------
 
 
+class StallingProxy:
+    """A TCP proxy on 127.0.0.1 that can stop forwarding, like a server that hangs."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.sockets: list[socket.socket] = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.sockets.append(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        self.flowing.wait()  # a new connection hangs too
+        upstream = socket.create_connection(self.target)
+        self.sockets.append(upstream)
+        for src, dst in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                self.flowing.wait()  # stalled: the bytes are held, nothing is refused
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def stall(self) -> None:
+        self.flowing.clear()
+
+    def resume(self) -> None:
+        self.flowing.set()
+
+    def close(self) -> None:
+        self.flowing.set()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+
+class StallContract:
+    """A server that stops answering: every call raises OutboxError within its timeout."""
+
+    def via(self, proxy: StallingProxy) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def target(self) -> tuple[str, int]:
+        raise NotImplementedError
+
+    def test_a_stalled_server_raises_within_the_timeout(self, backend: Backend) -> None:
+        proxy = StallingProxy(self.target())
+        try:
+            outbox = backend.make(**self.via(proxy), timeout=1, connect_timeout=1)
+            reducer = MessageReducer(
+                config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[OutboxHook(outbox)])
+            )
+            assert outbox.enqueue(batch(1), NS) == 1  # through the proxy
+            proxy.stall()
+            started = time.monotonic()
+            with pytest.raises(OutboxError):  # an open connection, then the server hangs
+                reducer.reduce(batch(6, start=10), namespace=NS)
+            with pytest.raises(OutboxError):  # a new connection to a hung server
+                backend.make(**self.via(proxy), timeout=1, connect_timeout=1).counts()
+            took = time.monotonic() - started
+            assert took < 8, took
+            proxy.resume()
+            result = reducer.reduce(batch(6, start=10), namespace=NS)  # the retried step
+            assert outbox.counts()["ready"] == 1 + len(result.pruned)
+        finally:
+            proxy.close()
+
+
+def _readlink(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
@@ -505,6 +790,26 @@ class TestSQLiteOutbox(OutboxContract):
 
     def broken(self, backend: Backend) -> Outbox:
         return backend.make(path=str(Path(backend.kwargs["path"]).parent / "missing" / "x.db"))
+
+    def corrupt(self, backend: Backend, outbox: Outbox, key: str) -> int:
+        with sqlite3.connect(backend.kwargs["path"]) as conn:
+            table = backend.kwargs["table"]
+            (job_id,) = conn.execute(f"SELECT id FROM {table} WHERE msg_key = ?", (key,)).fetchone()
+            conn.execute(f"UPDATE {table} SET namespace = '[\"half' WHERE id = ?", (job_id,))
+        conn.close()
+        return int(job_id)
+
+    def open_connections(self, backend: Backend, outbox: Outbox) -> int:
+        path = os.path.realpath(backend.kwargs["path"])
+        fds = Path("/proc/self/fd")
+        return sum(1 for fd in fds.iterdir() if _readlink(fd) == path)
+
+    def test_the_file_is_private_to_its_owner(self, backend: Backend) -> None:
+        outbox = backend.make()
+        outbox.enqueue(batch(1), NS)
+        for suffix in ("", "-wal", "-shm"):
+            mode = os.stat(backend.kwargs["path"] + suffix).st_mode & 0o777
+            assert mode == 0o600, (suffix, oct(mode))
 
     def test_the_database_uses_wal(self, backend: Backend) -> None:
         import sqlite3
@@ -547,13 +852,14 @@ def postgres_url() -> str:
     return POSTGRES_URL
 
 
-class TestPostgresOutbox(OutboxContract):
+class TestPostgresOutbox(OutboxContract, StallContract):
     @pytest.fixture
     def backend(self, postgres_url: str) -> Iterator[Backend]:
         import psycopg
 
         table = unique("outbox_test")
-        backend = Backend("PostgresOutbox", {"conninfo": postgres_url, "table": table})
+        conninfo = f"{postgres_url}?application_name={table}"
+        backend = Backend("PostgresOutbox", {"conninfo": conninfo, "table": table})
         yield backend
         backend.close()
         with psycopg.connect(postgres_url, autocommit=True) as conn:
@@ -561,6 +867,34 @@ class TestPostgresOutbox(OutboxContract):
 
     def broken(self, backend: Backend) -> Outbox:
         return backend.make(conninfo="postgresql://postgres@127.0.0.1:1/test?connect_timeout=2")
+
+    def target(self) -> tuple[str, int]:
+        url = urlsplit(POSTGRES_URL)
+        return (url.hostname or "127.0.0.1", url.port or 5432)
+
+    def via(self, proxy: StallingProxy) -> dict[str, Any]:
+        return {"conninfo": f"postgresql://postgres@127.0.0.1:{proxy.port}/test"}
+
+    def corrupt(self, backend: Backend, outbox: Outbox, key: str) -> int:
+        import psycopg
+
+        table = backend.kwargs["table"]
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            row = conn.execute(f"SELECT id FROM {table} WHERE msg_key = %s", (key,)).fetchone()
+            assert row is not None
+            conn.execute(f"UPDATE {table} SET namespace = '[\"half' WHERE id = %s", (row[0],))
+        return int(row[0])
+
+    def open_connections(self, backend: Backend, outbox: Outbox) -> int:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                (backend.kwargs["table"],),
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
 
     def test_a_connection_pool_works_too(self, backend: Backend, postgres_url: str) -> None:
         from psycopg_pool import ConnectionPool
@@ -597,7 +931,7 @@ def redis_url() -> str:
     return REDIS_URL
 
 
-class TestRedisOutbox(OutboxContract):
+class TestRedisOutbox(OutboxContract, StallContract):
     @pytest.fixture
     def backend(self, redis_url: str) -> Iterator[Backend]:
         import redis
@@ -613,6 +947,26 @@ class TestRedisOutbox(OutboxContract):
 
     def broken(self, backend: Backend) -> Outbox:
         return backend.make(url="redis://127.0.0.1:1/0")
+
+    def target(self) -> tuple[str, int]:
+        url = urlsplit(REDIS_URL)
+        return (url.hostname or "127.0.0.1", url.port or 6379)
+
+    def via(self, proxy: StallingProxy) -> dict[str, Any]:
+        return {"url": f"redis://127.0.0.1:{proxy.port}/0"}
+
+    def corrupt(self, backend: Backend, outbox: Outbox, key: str) -> int:
+        assert isinstance(outbox, outbox_pkg.RedisOutbox)
+        client = outbox.client
+        namespace = json.dumps(list(NS), separators=(",", ":"))
+        job_id = int(client.hget(outbox.keys[1], f"{namespace}\x00{key}"))
+        client.hset(outbox.keys[2], job_id, "{not json")
+        return job_id
+
+    def open_connections(self, backend: Backend, outbox: Outbox) -> int:
+        pool = outbox.client.connection_pool  # type: ignore[attr-defined]
+        every = [*pool._available_connections, *pool._in_use_connections]
+        return sum(1 for conn in every if getattr(conn, "_sock", None) is not None)
 
     def test_a_client_works_too(self, backend: Backend, redis_url: str) -> None:
         import redis
@@ -687,19 +1041,39 @@ async def test_areduce_raises_outbox_errors_too(tmp_path: Path) -> None:
     outbox.close()
 
 
-def test_an_unstorable_message_is_logged_and_the_reduce_goes_on(
+def test_an_unstorable_message_fails_the_reduce_and_nothing_is_forgotten(
     sqlite_outbox: SQLiteOutbox, caplog: pytest.LogCaptureFixture
 ) -> None:
     reducer = MessageReducer(
         config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[OutboxHook(sqlite_outbox)])
     )
-    history = [*batch(3), {"role": "user", "content": b"bytes", "id": "b"}, *batch(3, start=3)]
-    with caplog.at_level(logging.ERROR, logger="agentstate_reducer"):
-        result = reducer.reduce(history, namespace=NS)
-    assert len(result.pruned) == 4
-    assert "on_prune[0] failed" in caplog.text
-    assert "index 2 is a dict" in caplog.text  # the index within the pruned batch
+    secret = {"role": "user", "content": "my password is hunter2", "when": object(), "id": "b"}
+    history = [*batch(3), secret, *batch(3, start=3)]
+    with (
+        caplog.at_level(logging.DEBUG, logger="agentstate_reducer"),
+        pytest.raises(UnstorableError, match=r"index 2, field \['when'\]") as info,
+    ):
+        reducer.reduce(history, namespace=NS)
+    assert isinstance(info.value, OutboxError) and isinstance(info.value, TypeError)
     assert sqlite_outbox.counts()["ready"] == 0
+    assert "hunter2" not in caplog.text
+    # The caller's state still holds the batch; once fixed, the retry stores all of it.
+    history[3] = {**secret, "when": "2026-01-01"}
+    result = reducer.reduce(history, namespace=NS)
+    assert ids(sqlite_outbox.claim(10)) == [m["id"] for m in result.pruned]
+
+
+def test_a_non_json_namespace_part_is_refused_naming_the_part(
+    sqlite_outbox: SQLiteOutbox,
+) -> None:
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[OutboxHook(sqlite_outbox)])
+    )
+    with pytest.raises(UnstorableError, match=r"namespace part \[1\] is b'alice' \(bytes\)"):
+        reducer.reduce(batch(6), namespace=("memories", b"alice"))
+    with pytest.raises(UnstorableError, match=r"namespace part \[0\]\[1\] is \{"):
+        reducer.reduce(batch(6), namespace=(("a", {"b": 1}),))
+    assert sum(sqlite_outbox.counts().values()) == 0
 
 
 async def test_async_outbox_hook_serves_areduce_only(sqlite_outbox: SQLiteOutbox) -> None:
@@ -757,6 +1131,19 @@ def test_relay_delivers_each_namespace_in_order(sqlite_outbox: SQLiteOutbox) -> 
     assert relay.run_once() == RelayRound()
 
 
+def test_relay_logs_ids_and_types_never_content(
+    sqlite_outbox: SQLiteOutbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    sqlite_outbox.enqueue([{"role": "user", "content": "hunter2", "id": "s1"}], NS)
+
+    def leaky(messages: list[Any], namespace: Any) -> None:
+        raise ValueError(f"rejected {messages[0]['content']}")
+
+    with caplog.at_level(logging.DEBUG, logger="agentstate_reducer"):
+        Relay(sqlite_outbox, leaky).run_once()
+    assert "ValueError" in caplog.text and "hunter2" not in caplog.text
+
+
 def test_relay_retries_with_backoff_then_dead_letters(tmp_path: Path) -> None:
     outbox = SQLiteOutbox(tmp_path / "x.db", max_attempts=2)
     outbox.enqueue(batch(2), NS)
@@ -779,21 +1166,30 @@ def test_relay_backoff_doubles_up_to_the_cap(sqlite_outbox: SQLiteOutbox) -> Non
     assert [relay.backoff(n) for n in (1, 2, 3, 4, 10)] == [1, 2, 4, 5, 5]
 
 
-def test_a_row_that_cannot_be_rebuilt_fails_its_group(sqlite_outbox: SQLiteOutbox) -> None:
+def test_a_row_that_cannot_be_rebuilt_is_dead_lettered_alone(sqlite_outbox: SQLiteOutbox) -> None:
+    sqlite_outbox.enqueue(batch(1), "ns")
     sqlite_outbox._insert([Row('"ns"', "bad", "json", "{not json")])
+    sqlite_outbox.enqueue(batch(1, start=1), "ns")
     sink = Sink()
-    assert Relay(sqlite_outbox, sink).run_once() == RelayRound(claimed=1, failed=1)
-    assert sink.deliveries == Counter()
+    assert Relay(sqlite_outbox, sink).run_once() == RelayRound(claimed=3, delivered=2, failed=1)
+    assert sorted(sink.entries) == [("ns", "m0"), ("ns", "m1")]
+    (dead,) = sqlite_outbox.dead_letters()
+    assert dead.key == "bad" and dead.attempts == 1
+    assert dead.last_error is not None and dead.last_error.startswith("JSONDecodeError")
 
 
-def test_relay_warns_when_a_delivery_outlives_its_lease(
-    sqlite_outbox: SQLiteOutbox, caplog: pytest.LogCaptureFixture
-) -> None:
-    sqlite_outbox.enqueue(batch(1), NS)
-    relay = Relay(sqlite_outbox, lambda ms, ns: time.sleep(0.15), lease_seconds=0.05)
-    with caplog.at_level(logging.WARNING, logger="agentstate_reducer"):
-        assert relay.run_once().delivered == 1
-    assert "longer than the 0.05s lease" in caplog.text
+def test_a_delivery_longer_than_the_lease_keeps_it(sqlite_outbox: SQLiteOutbox) -> None:
+    """The heartbeat renews the lease: nobody else can claim the jobs meanwhile."""
+    sqlite_outbox.enqueue(batch(2), NS)
+    seen: list[list[Job]] = []
+
+    def slow(messages: list[Any], namespace: Any) -> None:
+        time.sleep(0.5)
+        seen.append(sqlite_outbox.claim(10, 30))  # ten lease lengths in: still held
+
+    assert Relay(sqlite_outbox, slow, lease_seconds=0.05).run_once().delivered == 2
+    assert seen == [[]]
+    assert sqlite_outbox.counts()["done"] == 2
 
 
 def test_run_forever_drains_and_stops(sqlite_outbox: SQLiteOutbox) -> None:

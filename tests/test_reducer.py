@@ -412,15 +412,112 @@ def test_dedupe_delivers_each_id_once_but_never_filters_pruned() -> None:
     assert got == history[1:5]
 
 
-def test_messages_without_ids_are_always_delivered() -> None:
-    got: list[Any] = []
+def test_messages_without_ids_are_keyed_by_content_within_their_namespace() -> None:
+    got: list[tuple[Any, Any]] = []
     reducer = MessageReducer(
-        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[lambda p, ns: got.extend(p)])
+        config=ReducerConfig(
+            min_messages=2, max_messages=4, on_prune=[lambda p, ns: got.extend((ns, m) for m in p)]
+        )
     )
     history = [{"role": "user", "content": str(i)} for i in range(7)]
-    reducer.reduce(existing=history)
-    reducer.reduce(existing=history)
-    assert len(got) == 8
+    reducer.reduce(existing=history, namespace="a")
+    reducer.reduce(existing=history, namespace="a")  # a replay: nothing new
+    assert [m["content"] for _, m in got] == ["1", "2", "3", "4"]
+    reducer.reduce(existing=history, namespace="b")  # another namespace: delivered
+    edited = [history[0], {"role": "user", "content": "1!"}, *history[2:]]
+    reducer.reduce(existing=edited, namespace="a")  # new content: delivered
+    assert [(ns, m["content"]) for ns, m in got[4:]] == [
+        ("b", "1"), ("b", "2"), ("b", "3"), ("b", "4"), ("a", "1!")
+    ]
+
+
+def test_one_reducer_serves_threads_whose_ids_collide() -> None:
+    """Per-thread ids like "msg-1": each namespace's messages reach the hooks."""
+    got: list[tuple[Any, str]] = []
+    lock = threading.Lock()
+
+    def hook(pruned: list[Any], ns: Any) -> None:
+        with lock:
+            got.extend((ns, m["id"]) for m in pruned)
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[hook]))
+    history = [{"role": "user", "content": f"{i}", "id": f"msg-{i}"} for i in range(6)]
+    pruned = [reducer.reduce(history, namespace=("memories", t)).pruned for t in ("t1", "t2")]
+    assert pruned[0] == pruned[1] and len(pruned[0]) == 3
+    assert got == [(("memories", t), m["id"]) for t in ("t1", "t2") for m in pruned[0]]
+
+
+def test_ids_one_and_string_one_are_two_messages() -> None:
+    got: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=0, max_messages=0, on_prune=[lambda p, ns: got.extend(p)])
+    )
+    for ident in (1, "1", 1, "1"):
+        reducer.reduce(existing=[{"role": "system", "content": "s"}], new=[
+            {"role": "user", "content": "x", "id": ident}
+        ])
+    assert [m["id"] for m in got] == [1, "1"]
+
+
+def test_a_failed_hook_releases_the_batch_for_the_next_reduce(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[list[str]] = []
+
+    def flaky(pruned: list[Any], ns: Any) -> None:
+        calls.append([m["id"] for m in pruned])
+        if len(calls) == 1:
+            raise ValueError("secret content: hunter2")
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[flaky]))
+    with caplog.at_level(logging.ERROR, logger="agentstate_reducer"):
+        reducer.reduce(existing=msgs(6))
+    reducer.reduce(existing=msgs(6))  # replayed: handed over again, this time stored
+    reducer.reduce(existing=msgs(6))  # and then never again
+    assert calls == [["m0", "m1", "m2", "m3"]] * 2
+    # The log names ids and the error type, never the error's text or the content.
+    assert "ValueError" in caplog.text and "'m0'" in caplog.text
+    assert "hunter2" not in caplog.text
+
+
+def test_ctrl_c_inside_a_hook_releases_the_batch() -> None:
+    calls: list[int] = []
+
+    def hook(pruned: list[Any], ns: Any) -> None:
+        calls.append(len(pruned))
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[hook]))
+    with pytest.raises(KeyboardInterrupt):
+        reducer.reduce(existing=msgs(6))
+    reducer.reduce(existing=msgs(6))
+    assert calls == [4, 4]
+
+
+async def test_a_cancelled_areduce_releases_the_batch() -> None:
+    """A LangGraph run cancelled or timed out while a hook stores: the retry delivers."""
+    stored: list[str] = []
+    calls: list[int] = []
+    started = asyncio.Event()
+
+    async def slow_store(pruned: list[Any], ns: Any) -> None:
+        calls.append(len(pruned))
+        started.set()
+        if len(calls) == 1:
+            await asyncio.sleep(30)  # cancelled here
+        stored.extend(m["id"] for m in pruned)
+
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[slow_store])
+    )
+    task = asyncio.create_task(reducer.areduce(existing=msgs(6)))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await reducer.areduce(existing=msgs(6))
+    assert calls == [4, 4] and stored == ["m0", "m1", "m2", "m3"]
 
 
 def test_dedupe_off_redelivers() -> None:
@@ -659,3 +756,33 @@ def test_laws(
 def test_orphans_already_in_the_input_are_removed(history: list[Any]) -> None:
     result = MessageReducer(min_messages=0, max_messages=None).reduce(existing=history)
     assert orphan_free(result.surviving)
+
+
+def test_injected_summaries_never_reach_on_prune() -> None:
+    """Rolling folds prune the previous summary pair: memory gets conversation only."""
+    from agentstate_reducer.messages import is_injected
+
+    got: list[Any] = []
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=3,
+            max_messages=6,
+            summarize_fn=lambda pruned: f"summary of {len(pruned)}",
+            inject_summary=True,
+            on_prune=[lambda pruned, ns: got.extend(pruned)],
+        )
+    )
+    state: list[Any] = [{"role": "system", "content": "sys", "id": "s"}]
+    conversation: list[str] = []
+    injected_pruned = 0
+    for turn in range(40):
+        new = [{"role": "user", "content": f"q{turn}", "id": f"q{turn}"}]
+        conversation.append(f"q{turn}")
+        result = reducer.reduce(state, new)
+        injected_pruned += sum(1 for m in result.pruned if is_injected(m))
+        state = result.surviving
+    assert injected_pruned > 0  # summaries were folded away...
+    assert not any(is_injected(m) for m in got)  # ...but never delivered
+    delivered = [m["id"] for m in got]
+    assert len(delivered) == len(set(delivered))
+    assert set(delivered) <= set(conversation) and len(delivered) > 20

@@ -17,6 +17,7 @@ __all__ = (
     "ReducerResult",
     "RememberFn",
     "Summarizer",
+    "UnstorableError",
     "check_history",
     "default_summary_messages_factory",
     "resolve_token_counter",
@@ -26,7 +27,14 @@ __all__ = (
 )
 
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
-from .errors import ConfigError, ConfigTypeError, MessageFormatError, OutboxError, ReducerError
+from .errors import (
+    ConfigError,
+    ConfigTypeError,
+    MessageFormatError,
+    OutboxError,
+    ReducerError,
+    UnstorableError,
+)
 from .hooks import Background
 from .reducer import MessageReducer
 from .summary import Summarizer, default_summary_messages_factory, summarize_with

@@ -5,6 +5,8 @@
     │   └── ConfigTypeError(ConfigError, TypeError) an argument has the wrong type
     ├── MessageFormatError(ReducerError, TypeError) a message cannot be read
     ├── OutboxError(ReducerError, RuntimeError)    a durable outbox could not store or update jobs
+    │   └── UnstorableError(OutboxError, MessageFormatError)  a message or namespace it
+    │                                                          cannot store losslessly
     └── InvalidHistoryError(ReducerError, ValueError)  check_history found problems
                                                        (defined in validate.py)
 
@@ -13,7 +15,14 @@ Each also inherits the matching built-in, so ``except ValueError`` keeps working
 
 from __future__ import annotations
 
-__all__ = ("ConfigError", "ConfigTypeError", "MessageFormatError", "OutboxError", "ReducerError")
+__all__ = (
+    "ConfigError",
+    "ConfigTypeError",
+    "MessageFormatError",
+    "OutboxError",
+    "ReducerError",
+    "UnstorableError",
+)
 
 
 class ReducerError(Exception):
@@ -37,4 +46,13 @@ class OutboxError(ReducerError, RuntimeError):
 
     Unlike other hook errors, ``reduce()`` re-raises it from an ``on_prune`` hook, so
     the caller's state is not advanced past messages that were never stored.
+    """
+
+
+class UnstorableError(OutboxError, MessageFormatError):
+    """A message or namespace the outbox cannot store losslessly; nothing was stored.
+
+    An :class:`OutboxError`, so ``reduce()`` re-raises it and the caller's state keeps
+    the messages; also a :class:`MessageFormatError` (a ``TypeError``), as it names the
+    index and the field at fault.
     """

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import hashlib
 import inspect
+import json
 import logging
 import queue
 import threading
+import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from .config import RememberFn
-from .messages import message_id
+from .messages import message_state, raw_message_id
 
-__all__ = ("Background", "DeliveryLedger", "is_async_callable")
+__all__ = (
+    "NOT_DELIVERED",
+    "Background",
+    "DeliveryLedger",
+    "delivery_key",
+    "is_async_callable",
+)
 
 logger = logging.getLogger("agentstate_reducer")
 
@@ -29,50 +38,95 @@ def is_async_callable(fn: object) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-class DeliveryLedger:
-    """Remembers the last ``window`` delivered message ids; thread-safe.
+class _NotDelivered:
+    def __repr__(self) -> str:
+        return "NOT_DELIVERED"
 
-    ``claim`` returns the messages not delivered before and marks them delivered in
-    one step, so concurrent callers never both deliver the same id.
+
+#: What a hook returns to say it did not take the batch (``Background`` does when it
+#: drops one): the reducer releases the batch from its ledger, so a later reduce that
+#: prunes the same messages hands them over again.
+NOT_DELIVERED: Any = _NotDelivered()
+
+
+def _freeze(value: object) -> Hashable:
+    """A hashable stand-in for a namespace: lists and tuples alike, as the outbox does."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", type(value).__qualname__, repr(value))
+    return (type(value).__qualname__, value) if not isinstance(value, str) else value
+
+
+def _digest(message: object) -> str:
+    state = message_state(message)
+    try:
+        text = json.dumps(state, sort_keys=True, default=repr, ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = repr(state)
+        except RecursionError:  # too deep to read: this object only
+            text = f"object:{id(message)}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def delivery_key(message: object, namespace: object = None) -> Hashable:
+    """The ledger's key: ``(namespace, id)``, ids ``1`` and ``"1"`` apart; a message
+    without an id is keyed by a digest of its content within its namespace."""
+    ident = raw_message_id(message)
+    if ident is None:
+        return (_freeze(namespace), "sha256", _digest(message))
+    if isinstance(ident, str):
+        return (_freeze(namespace), "id", ident)
+    return (_freeze(namespace), type(ident).__qualname__, repr(ident))
+
+
+class DeliveryLedger:
+    """Remembers the last ``window`` delivered ``(namespace, message id)`` keys; thread-safe.
+
+    ``claim`` returns the messages not delivered before and marks them in one step, so
+    concurrent callers never both deliver the same message; a caller whose delivery
+    did not complete releases them. One ledger serves any number of threads and
+    namespaces: the same id in two namespaces is two messages.
     """
 
     def __init__(self, window: int) -> None:
         self.window = window
-        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._keys: OrderedDict[Hashable, None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def claim(self, messages: Iterable[Any]) -> list[Any]:
-        """Return the messages whose id was not claimed before (id-less ones always)."""
+    def claim(self, messages: Iterable[Any], namespace: Any = None) -> list[Any]:
+        """Return the messages of ``namespace`` not claimed before (repeats once)."""
         fresh: list[Any] = []
+        keys = [(m, delivery_key(m, namespace)) for m in messages]
         with self._lock:
-            for message in messages:
-                ident = message_id(message)
-                if ident is None:
-                    fresh.append(message)
+            for message, key in keys:
+                if key in self._keys:
                     continue
-                if ident in self._ids:
-                    continue
-                self._ids[ident] = None
+                self._keys[key] = None
                 fresh.append(message)
-            while len(self._ids) > self.window:
-                self._ids.popitem(last=False)
+            while len(self._keys) > self.window:
+                self._keys.popitem(last=False)
         return fresh
 
-    def release(self, messages: Iterable[Any]) -> None:
-        """Forget the ids of ``messages``, so a later ``claim`` hands them out again."""
+    def release(self, messages: Iterable[Any], namespace: Any = None) -> None:
+        """Forget ``messages`` of ``namespace``, so a later ``claim`` hands them out again."""
+        keys = [delivery_key(m, namespace) for m in messages]
         with self._lock:
-            for message in messages:
-                ident = message_id(message)
-                if ident is not None:
-                    self._ids.pop(ident, None)
+            for key in keys:
+                self._keys.pop(key, None)
 
-    def __contains__(self, ident: object) -> bool:
+    def delivered(self, message: object, namespace: Any = None) -> bool:
+        """Whether ``message`` of ``namespace`` is claimed."""
+        key = delivery_key(message, namespace)
         with self._lock:
-            return ident in self._ids
+            return key in self._keys
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._ids)
+            return len(self._keys)
 
 
 _STOP = object()
@@ -81,35 +135,59 @@ _STOP = object()
 def _close_at_exit(ref: weakref.ReferenceType[Background]) -> None:
     background = ref()
     if background is not None:
-        background.close(wait=True)
+        background.close(wait=True, timeout=background.exit_timeout)
 
 
 class Background:
     """Run a hook on a bounded worker pool instead of inside the caller's ``reduce()``.
 
     The pruned list is copied on submit. When ``max_pending`` jobs are waiting, or
-    after :meth:`close`, new work is dropped, counted in :attr:`dropped` and logged.
-    Hook exceptions are logged and swallowed. Pending work drains at interpreter exit.
+    after :meth:`close`, new work is dropped, counted in :attr:`dropped` and logged, and
+    the call returns :data:`NOT_DELIVERED`, so the reducer's ledger releases the batch
+    (a later reduce that prunes those messages hands them over again). Hook exceptions
+    are logged and swallowed. Pending work drains at interpreter exit for at most
+    ``exit_timeout`` seconds (Ctrl-C gives up at once); what was left is counted in
+    :attr:`abandoned` and logged.
 
     Example:
         >>> with Background(store_hook, workers=2) as hook:      # doctest: +SKIP
         ...     reducer = MessageReducer(config=ReducerConfig(on_prune=[hook]))
     """
 
-    def __init__(self, fn: RememberFn, *, workers: int = 2, max_pending: int = 1000) -> None:
+    def __init__(
+        self,
+        fn: RememberFn,
+        *,
+        workers: int = 2,
+        max_pending: int = 1000,
+        exit_timeout: float = 10.0,
+    ) -> None:
         if not callable(fn):
             raise TypeError(f"Background needs a callable hook, got {fn!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be an int >= 1, got {max_pending!r}")
+        if (
+            isinstance(exit_timeout, bool)
+            or not isinstance(exit_timeout, (int, float))
+            or not exit_timeout >= 0
+        ):
+            raise ValueError(f"exit_timeout must be a number of seconds >= 0, got {exit_timeout!r}")
         self.fn = fn
+        #: Seconds the exit hook waits for pending work before abandoning it.
+        self.exit_timeout = float(exit_timeout)
         #: Number of submissions dropped (backlog full, or submitted after close).
         self.dropped = 0
+        #: Messages in the dropped submissions (released from the reducer's ledger).
+        self.dropped_messages = 0
         #: Number of hook calls that raised.
         self.failed = 0
+        #: Batches still queued or running when :meth:`close` gave up (timeout, Ctrl-C).
+        self.abandoned = 0
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_pending)
         self._closed = False
+        self._running = 0
         self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._work, name=f"agentstate-reducer-{i}", daemon=True)
@@ -119,20 +197,25 @@ class Background:
             thread.start()
         atexit.register(_close_at_exit, weakref.ref(self))
 
-    def __call__(self, pruned: list[Any], namespace: Any = None) -> None:
-        """Queue ``fn(copy_of_pruned, namespace)``; drop it if the backlog is full."""
+    def __call__(self, pruned: list[Any], namespace: Any = None) -> Any:
+        """Queue ``fn(copy_of_pruned, namespace)``; if the backlog is full, drop it and
+        return :data:`NOT_DELIVERED`."""
         with self._lock:
             if self._closed:
-                self._drop("Background is closed")
-                return
+                return self._drop(pruned, "Background is closed")
             try:
                 self._queue.put_nowait((list(pruned), namespace))
             except queue.Full:
-                self._drop(f"backlog is full ({self._queue.maxsize} pending)")
+                return self._drop(pruned, f"backlog is full ({self._queue.maxsize} pending)")
+        return None
 
-    def _drop(self, why: str) -> None:
+    def _drop(self, pruned: list[Any], why: str) -> Any:
         self.dropped += 1
-        logger.warning("agentstate-reducer: dropped an on_prune batch: %s", why)
+        self.dropped_messages += len(pruned)
+        logger.warning(
+            "agentstate-reducer: dropped an on_prune batch of %d message(s): %s", len(pruned), why
+        )
+        return NOT_DELIVERED
 
     def _work(self) -> None:
         while True:
@@ -140,14 +223,24 @@ class Background:
             try:
                 if item is _STOP:
                     return
+                with self._lock:
+                    self._running += 1
                 pruned, namespace = item
                 try:
                     result = self.fn(pruned, namespace)
                     if inspect.isawaitable(result):
                         asyncio.run(_await(result))
-                except Exception:
+                except Exception as exc:
                     self.failed += 1
-                    logger.exception("agentstate-reducer: background on_prune hook failed")
+                    # The type only: an error's text may quote message content.
+                    logger.error(
+                        "agentstate-reducer: background on_prune hook failed on %d message(s): %s",
+                        len(pruned),
+                        type(exc).__name__,
+                    )
+                finally:
+                    with self._lock:
+                        self._running -= 1
             finally:
                 self._queue.task_done()
 
@@ -160,23 +253,54 @@ class Background:
         """Block until every queued job has run."""
         self._queue.join()
 
-    def close(self, wait: bool = True) -> None:
-        """Stop accepting work; with ``wait``, run what is queued and join the workers."""
+    def close(self, wait: bool = True, *, timeout: float | None = None) -> None:
+        """Stop accepting work; with ``wait``, run what is queued and join the workers,
+        for at most ``timeout`` seconds (``None``: no limit). On timeout or Ctrl-C the
+        work left is abandoned, counted in :attr:`abandoned` and logged."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        if wait:
-            for _ in self._threads:
-                self._queue.put(_STOP)
-            for thread in self._threads:
-                thread.join()
-        else:
+        if not wait:
             for _ in self._threads:
                 try:
                     self._queue.put_nowait(_STOP)
                 except queue.Full:
                     break
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+        try:
+            for _ in self._threads:
+                self._queue.put(_STOP, timeout=left())
+            for thread in self._threads:
+                thread.join(left())
+            if all(not thread.is_alive() for thread in self._threads):
+                return
+        except (queue.Full, KeyboardInterrupt):
+            pass
+        self._abandon()
+
+    def _abandon(self) -> None:
+        queued = 0
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _STOP:
+                queued += 1
+            self._queue.task_done()
+        with self._lock:
+            self.abandoned += queued + self._running
+            abandoned = self.abandoned
+        if abandoned:
+            logger.warning(
+                "agentstate-reducer: Background gave up at close; %d batch(es) abandoned", abandoned
+            )
 
     def __enter__(self) -> Background:
         return self

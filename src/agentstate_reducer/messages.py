@@ -50,6 +50,7 @@ __all__ = (
     "message_parts",
     "message_state",
     "normalize_role",
+    "raw_message_id",
     "read_message",
     "read_messages",
     "read_plain",
@@ -332,6 +333,15 @@ def is_merge_update(message: object) -> bool:
     if isinstance(message, Mapping):
         return message.get("type") == "remove"
     return getattr(message, "type", None) == "remove"
+
+
+def raw_message_id(message: object) -> object:
+    """The id of a message as stored (``1`` and ``"1"`` differ), or ``None`` for none."""
+    if isinstance(message, Mapping):
+        value = _payload(message)[0].get("id")
+    else:
+        value = getattr(message, "id", None)
+    return None if value is None or value == "" else value
 
 
 #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, built once.

@@ -19,7 +19,7 @@ from .config import (
     TokenCounterLike,
 )
 from .errors import OutboxError
-from .hooks import DeliveryLedger, is_async_callable
+from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
 from .messages import is_injected, is_merge_update, message_id, read_messages
 from .plan import Plan, make_plan
 from .summary import (
@@ -313,10 +313,18 @@ class MessageReducer:
         )
         return ReducerResult(messages, [], None, summary_failed=True)
 
-    def _to_deliver(self, pruned: list[Any]) -> list[Any]:
-        if self._ledger is None:
-            return list(pruned)
-        return self._ledger.claim(pruned)
+    def _claim(self, pruned: list[Any], namespace: Any) -> list[Any]:
+        # A summary (or its acknowledgement) this package injected is not conversation:
+        # long-term memory never receives it.
+        conversation = [m for m in pruned if not is_injected(m)]
+        if self._ledger is None or not conversation:
+            return conversation
+        return self._ledger.claim(conversation, namespace)
+
+    def _release(self, deliver: list[Any], namespace: Any) -> None:
+        # Not every hook took the batch: let a later reduce() hand it over again.
+        if self._ledger is not None:
+            self._ledger.release(deliver, namespace)
 
     # -- sync --------------------------------------------------------------------
 
@@ -338,8 +346,10 @@ class MessageReducer:
         Raises:
             MessageFormatError: a message cannot be read (a ``TypeError`` naming its index).
             TypeError: ``summarize_fn`` or a hook is async; use :meth:`areduce`.
-            OutboxError: a durable hook could not store the pruned messages. Other
-                hook errors are logged and skipped.
+            OutboxError: a durable hook could not store the pruned messages (also
+                :class:`UnstorableError`, for a message or namespace it cannot store).
+                Other hook errors are logged and skipped. Either way the batch is
+                released from the dedupe ledger, so a retried step hands it over again.
         """
         self._check_sync()
         messages, plan = self._prepare(existing, new)
@@ -353,20 +363,22 @@ class MessageReducer:
             failed = text is None
         result = self._outcome(messages, plan, text, failed)
         if self.config.on_prune and result.pruned:
-            deliver = self._to_deliver(result.pruned)
-            if deliver:
-                try:
-                    for i, hook in enumerate(self.config.on_prune):
-                        self._run_hook(i, hook, deliver, namespace)
-                except OutboxError:
-                    self._release(deliver)
-                    raise
+            self._deliver(result.pruned, namespace)
         return result
 
-    def _release(self, deliver: list[Any]) -> None:
-        # Nothing was stored durably: let the retried reduce() hand these over again.
-        if self._ledger is not None:
-            self._ledger.release(deliver)
+    def _deliver(self, pruned: list[Any], namespace: Any) -> None:
+        deliver = self._claim(pruned, namespace)
+        if not deliver:
+            return
+        taken = False
+        try:
+            # Every hook runs (a list, not a short-circuiting generator).
+            hooks = enumerate(self.config.on_prune)
+            taken = all([self._run_hook(i, h, deliver, namespace) for i, h in hooks])
+        finally:
+            # An OutboxError, Ctrl-C, a hook that failed or dropped the batch: released.
+            if not taken:
+                self._release(deliver, namespace)
 
     @staticmethod
     def _summarize(fn: Callable[[list[Any]], Any], pruned: list[Any]) -> str | None:
@@ -381,15 +393,17 @@ class MessageReducer:
         return _as_summary(text)
 
     @staticmethod
-    def _run_hook(i: int, hook: Callable[..., Any], pruned: list[Any], namespace: Any) -> None:
+    def _run_hook(i: int, hook: Callable[..., Any], pruned: list[Any], namespace: Any) -> bool:
+        """Run one hook; whether it took the batch. OutboxError propagates."""
         try:
             result = hook(list(pruned), namespace)
         except OutboxError:
             raise
-        except Exception:
-            logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
-            return
+        except Exception as exc:
+            _log_hook_error(i, exc, pruned)
+            return False
         _refuse_awaitable(result, f"on_prune[{i}]")
+        return result is not NOT_DELIVERED
 
     # -- async -------------------------------------------------------------------
 
@@ -423,19 +437,36 @@ class MessageReducer:
             failed = text is None
         result = self._outcome(messages, plan, text, failed)
         if self.config.on_prune and result.pruned:
-            deliver = self._to_deliver(result.pruned)
-            if deliver:
-                for i, hook in enumerate(self.config.on_prune):
-                    try:
-                        returned = hook(list(deliver), namespace)
-                        if inspect.isawaitable(returned):
-                            await returned
-                    except OutboxError:
-                        self._release(deliver)
-                        raise
-                    except Exception:
-                        logger.exception("agentstate-reducer: on_prune[%d] failed; skipped", i)
+            await self._adeliver(result.pruned, namespace)
         return result
+
+    async def _adeliver(self, pruned: list[Any], namespace: Any) -> None:
+        deliver = self._claim(pruned, namespace)
+        if not deliver:
+            return
+        taken = True
+        try:
+            for i, hook in enumerate(self.config.on_prune):
+                try:
+                    result = hook(list(deliver), namespace)
+                    if inspect.isawaitable(result):
+                        result = await result
+                except OutboxError:
+                    taken = False
+                    raise
+                except Exception as exc:
+                    _log_hook_error(i, exc, deliver)
+                    taken = False
+                    continue
+                taken = taken and result is not NOT_DELIVERED
+        except BaseException:
+            # Cancelled (a LangGraph run timed out) or an OutboxError: nothing may be
+            # stored, so the retried step must hand the batch over again.
+            taken = False
+            raise
+        finally:
+            if not taken:
+                self._release(deliver, namespace)
 
     # -- LangGraph ---------------------------------------------------------------
 
@@ -492,6 +523,18 @@ def _add_messages_merge(reducer: MessageReducer) -> Callable[[list[Any], list[An
         return result.surviving
 
     return merge_and_reduce
+
+
+def _log_hook_error(i: int, exc: Exception, pruned: list[Any]) -> None:
+    # Ids and types only: an error's text may quote message content.
+    logger.error(
+        "agentstate-reducer: on_prune[%d] failed on %d message(s) (ids %s): %s; skipped, "
+        "released for the next reduce",
+        i,
+        len(pruned),
+        [message_id(m) for m in pruned[:20]],
+        type(exc).__name__,
+    )
 
 
 def _refuse_awaitable(value: object, name: str) -> None:

@@ -7,19 +7,23 @@ status cycle::
        │
        ▼
      ready ───claim───► claimed ───ack───► done ───purge───► (deleted)
-      ▲ ▲                  │
-      │ └──────────────────┤  fail, or lease expiry, while attempts < max_attempts
-      │                    ▼
-      └─────revive───── failed     fail, or lease expiry, at max_attempts (dead letters)
+      ▲ ▲                  │ ▲                ▲
+      │ └──────────────────┤ └─renew          │
+      │                    ▼                  │
+      └─────revive───── failed ───discard─────┘
 
-* ``enqueue`` is idempotent per ``(namespace, key)``: ``key`` is the message id, or
-  ``sha256:<digest>`` of its JSON for a message without one. A key already stored, in
-  any status, is skipped, so two processes (or one process after a restart) that prune
-  the same message store it once.
+  claimed -> ready: fail, or lease expiry, while attempts < max_attempts;
+  claimed -> failed (dead letters): fail at max_attempts (or ``dead=True``), or lease
+  expiry at max_attempts. ``edit`` rewrites a dead letter's message.
+
+* ``enqueue`` is idempotent per ``(namespace, key)``: ``key`` is the message id (see
+  :func:`id_key`), or ``sha256:<digest>`` of its JSON for a message without one. A key
+  already stored, in any status, is skipped, so two processes (or one process after a
+  restart) that prune the same message store it once.
 * ``claim`` takes the oldest due jobs (FIFO by enqueue order) and leases them to the
   caller under a fresh lease token, in one transaction (one Lua script for Redis): two
   claimers never hold the same job while its lease runs. ``attempts`` counts claims.
-* ``ack`` and ``fail`` act only on a job still held under the caller's lease token: a
+* ``ack``, ``fail`` and ``renew`` act only on a job still held under the caller's lease token: a
   worker whose lease expired and was reclaimed by another changes nothing. An expired
   lease that nobody reclaimed yet can still be acknowledged.
 * A job whose lease expires is claimed again, or dead-lettered (``failed``) once it was
@@ -28,12 +32,13 @@ status cycle::
 Delivery is at-least-once: a worker can deliver and then die before ``ack``. Deliver
 into an idempotent target (a store keyed by message id) and the effect is exactly once.
 
-A backend implements the eight ``_`` methods below; validation, encoding and the
+A backend implements the eleven ``_`` methods below; validation, encoding and the
 public methods live here.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -46,8 +51,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from ..errors import MessageFormatError
-from ..messages import message_id
+from ..errors import UnstorableError
+from ..messages import raw_message_id
 
 __all__ = (
     "CLAIMED",
@@ -57,10 +62,12 @@ __all__ = (
     "Job",
     "Outbox",
     "Status",
+    "check_namespace",
     "decode_message",
     "decode_namespace",
     "encode_message",
     "encode_namespace",
+    "id_key",
 )
 
 Status = Literal["ready", "claimed", "done", "failed"]
@@ -78,10 +85,88 @@ _MAX_ERROR = 2000
 _load_lock = threading.Lock()
 
 
+#: Nesting a stored message may have (dicts and lists inside each other); deeper ones are
+#: refused with an :class:`UnstorableError` naming the index and the field.
+MAX_DEPTH = 100
+#: The key of a dict that stands for a value JSON has no type for (``bytes``), or for a
+#: dict JSON cannot carry as it is (a key that is not a string, or this key itself).
+TAG = "__agentstate__"
+_KEY_PREFIXES = ("json:", "sha256:")
+
+
 def _dumps(value: object, *, canonical: bool = False) -> str:
-    return json.dumps(
+    text = json.dumps(
         value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=canonical
     )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate has no UTF-8 form: escaped as \udXXX it survives every backend.
+        text = json.dumps(
+            value, ensure_ascii=True, separators=(",", ":"), allow_nan=False, sort_keys=canonical
+        )
+    return text
+
+
+def _field(path: tuple[object, ...]) -> str:
+    text = "".join("..." if step is ... else f"[{step!r}]" for step in path)
+    return text or "(the message itself)"
+
+
+def _storable(value: Any, path: tuple[object, ...], index: int) -> Any:
+    """``value`` made of JSON types only, tagging what JSON lacks; raises naming the field."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise _unstorable(index, path, f"the float {value!r}", "a finite number")
+        return value
+    if len(path) >= MAX_DEPTH:
+        raise _unstorable(
+            index, (*path[:3], ...), f"nesting deeper than {MAX_DEPTH} levels", "shallower data"
+        )
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {TAG: "bytes", "base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Mapping):
+        if all(type(k) is str for k in value) and TAG not in value:
+            return {k: _storable(v, (*path, k), index) for k, v in value.items()}
+        items = []
+        for k, v in value.items():
+            if not (k is None or type(k) in (str, int, bool, float)):
+                raise _unstorable(index, (*path, k), f"a {type(k).__name__} key", "JSON keys")
+            items.append([_storable(k, path, index), _storable(v, (*path, k), index)])
+        return {TAG: "dict", "items": items}
+    if isinstance(value, (list, tuple)):
+        return [_storable(v, (*path, i), index) for i, v in enumerate(value)]
+    if isinstance(value, (str, int)):  # subclasses (str and int enums): JSON takes them
+        return value
+    if isinstance(value, float):
+        return _storable(float(value), path, index)
+    raise _unstorable(index, path, f"a {kind.__name__} ({value!r:.60})", "JSON values or bytes")
+
+
+def _unstorable(index: int, path: tuple[object, ...], what: str, expected: str) -> UnstorableError:
+    return UnstorableError(
+        f"message at index {index}, field {_field(path)}: the outbox cannot store {what}; "
+        f"expected {expected}"
+    )
+
+
+def _restore(value: Any) -> Any:
+    """Inverse of :func:`_storable`."""
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    tag = value.get(TAG)
+    if tag is None:
+        return {k: _restore(v) for k, v in value.items()}
+    if tag == "bytes":
+        return base64.b64decode(value["base64"])
+    if tag == "dict":
+        return {_restore(k): _restore(v) for k, v in value["items"]}
+    raise ValueError(f"unknown {TAG} tag {tag!r}")
 
 
 def _langchain_message_class() -> type[Any] | None:
@@ -97,38 +182,48 @@ def _langchain_message_class() -> type[Any] | None:
 def encode_message(message: object, index: int = 0) -> tuple[str, str]:
     """Return ``(kind, json_text)`` for a dict or a LangChain message.
 
+    Lossless for JSON values, ``bytes`` (tagged, base64) and lone surrogates (escaped);
+    tuples come back as lists. Nesting is limited to :data:`MAX_DEPTH`.
+
     Raises:
-        MessageFormatError: ``message`` is neither a dict of JSON values nor a LangChain
-            message; the error names ``index``.
+        UnstorableError: ``message`` is neither a dict nor a LangChain message, or holds
+            a value JSON cannot carry; the error names ``index`` and the field.
     """
     if isinstance(message, Mapping):
-        try:
-            return JSON_KIND, _dumps(dict(message))
-        except (TypeError, ValueError) as exc:
-            raise MessageFormatError(
-                f"message at index {index} is a dict the outbox cannot store as JSON ({exc}); "
-                "expected a dict of JSON values or a LangChain message"
-            ) from exc
+        return JSON_KIND, _dumps(_storable(message, (), index))
     base = _langchain_message_class()
     if base is not None and isinstance(message, base):
         from langchain_core.load import dumpd
 
-        try:
-            return LANGCHAIN_KIND, _dumps(dumpd(message))
-        except (TypeError, ValueError) as exc:
-            raise MessageFormatError(
-                f"message at index {index} ({type(message).__name__}) cannot be stored as "
-                f"JSON ({exc}); expected JSON-serialisable content"
-            ) from exc
-    raise MessageFormatError(
+        # dumpd() would turn bytes into a "not_implemented" stub: tag them first.
+        fields = type(message).model_fields
+        tagged = message.model_copy(
+            update={name: _storable(getattr(message, name), (name,), index) for name in fields}
+        )
+        data = dumpd(tagged)
+        _refuse_stubs(data, index, ())
+        return LANGCHAIN_KIND, _dumps(data)
+    raise UnstorableError(
         f"message at index {index} is a {type(message).__name__} ({message!r:.80}); the "
         "outbox stores dicts of JSON values and LangChain messages"
     )
 
 
+def _refuse_stubs(value: Any, index: int, path: tuple[object, ...]) -> None:
+    if isinstance(value, dict):
+        if value.get("lc") == 1 and value.get("type") == "not_implemented":
+            raise _unstorable(index, path, f"a {value.get('id')!r} LangChain cannot serialise",
+                              "JSON values or bytes")
+        for k, v in value.items():
+            _refuse_stubs(v, index, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_stubs(v, index, (*path, i))
+
+
 def decode_message(kind: str, text: str) -> Any:
     """Rebuild a message stored by :func:`encode_message` (LangChain: chat messages only)."""
-    value = json.loads(text)
+    value = _restore(json.loads(text))
     if kind == JSON_KIND:
         return value
     if kind != LANGCHAIN_KIND:
@@ -148,18 +243,35 @@ def decode_message(kind: str, text: str) -> Any:
         return load(value, allowed_objects="messages")
 
 
-def encode_namespace(namespace: object) -> str:
+def _namespace_part(part: object, path: tuple[int, ...]) -> None:
+    if part is None or type(part) in (str, int, bool):
+        return
+    if type(part) is float and math.isfinite(part):
+        return
+    if isinstance(part, (list, tuple)) and len(path) < MAX_DEPTH:
+        for i, inner in enumerate(part):
+            _namespace_part(inner, (*path, i))
+        return
+    where = "".join(f"[{i}]" for i in path)
+    raise UnstorableError(
+        f"namespace part {where or '(the namespace itself)'} is {part!r:.80} "
+        f"({type(part).__name__}); expected None, a string or a tuple of strings, numbers, "
+        "booleans and None"
+    )
+
+
+def check_namespace(namespace: object) -> str:
     """Canonical JSON of a namespace (tuples become arrays).
 
     Raises:
-        TypeError: ``namespace`` is not made of JSON values.
+        UnstorableError: a part of ``namespace`` is not a JSON value; the error names it.
     """
-    try:
-        return _dumps(namespace, canonical=True)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"namespace must be None, a string or a tuple of JSON values, got {namespace!r}"
-        ) from exc
+    _namespace_part(namespace, ())
+    return _dumps(namespace, canonical=True)
+
+
+#: The historical name of :func:`check_namespace`.
+encode_namespace = check_namespace
 
 
 def _tuples(value: Any) -> Any:
@@ -173,11 +285,33 @@ def decode_namespace(text: str) -> Any:
     return _tuples(json.loads(text))
 
 
+def id_key(ident: object) -> str | None:
+    """The stored form of a message id: itself for a plain string, else ``json:<JSON>``.
+
+    ``1`` and ``"1"`` get different keys; an id with a NUL or a lone surrogate (which
+    PostgreSQL or UTF-8 cannot hold), or one that looks like an encoded key, is escaped.
+    """
+    if ident is None or ident == "":
+        return None
+    if isinstance(ident, str):
+        if "\x00" not in ident and not ident.startswith(_KEY_PREFIXES):
+            try:
+                ident.encode("utf-8")
+            except UnicodeEncodeError:
+                pass
+            else:
+                return ident
+        return "json:" + json.dumps(ident, ensure_ascii=True)
+    if type(ident) in (int, float, bool):
+        return "json:" + json.dumps(ident, ensure_ascii=True, allow_nan=True)
+    return id_key(str(ident))
+
+
 def message_key(message: object, kind: str, text: str) -> str:
-    """The dedupe key: the message id, or a digest of the message's canonical JSON."""
-    ident = message_id(message)
-    if ident is not None:
-        return ident
+    """The dedupe key: the message id (see :func:`id_key`), or a digest of its JSON."""
+    key = id_key(raw_message_id(message))
+    if key is not None:
+        return key
     canonical = _dumps(json.loads(text), canonical=True)
     return f"sha256:{hashlib.sha256(f'{kind}:{canonical}'.encode()).hexdigest()}"
 
@@ -216,6 +350,9 @@ class Job:
     status: Status = CLAIMED
     #: The error recorded by the last ``fail`` (or lease expiry), if any.
     last_error: str | None = None
+    #: Why the stored row cannot be decoded (a corrupted namespace or envelope), if so;
+    #: a relay dead-letters such a job alone, with this as its error.
+    decode_error: str | None = None
 
     @property
     def message(self) -> Any:
@@ -285,14 +422,14 @@ class Outbox(ABC):
             are skipped).
 
         Raises:
-            MessageFormatError: a message is neither a dict of JSON values nor a
-                LangChain message (a ``TypeError`` naming its index); nothing is stored.
-            TypeError: ``namespace`` is not made of JSON values.
+            UnstorableError: a message is neither a dict nor a LangChain message, holds
+                a value JSON cannot carry, or ``namespace`` has a part that is not a JSON
+                value; the error names the index and field, or the part. Nothing is stored.
             OutboxError: the storage failed.
         """
         if isinstance(batch, (str, bytes, Mapping)) or not isinstance(batch, Sequence):
             raise TypeError(f"batch must be a list of messages, got {batch!r:.80}")
-        ns = encode_namespace(namespace)
+        ns = check_namespace(namespace)
         rows: dict[str, Row] = {}
         for i, message in enumerate(batch):
             kind, text = encode_message(message, i)
@@ -319,17 +456,34 @@ class Outbox(ABC):
         return self._ack(pairs) if pairs else 0
 
     def fail(
-        self, job: Job, error: BaseException | str, *, retry_after: float = 0.0
+        self,
+        job: Job,
+        error: BaseException | str,
+        *,
+        retry_after: float = 0.0,
+        dead: bool = False,
     ) -> Status | None:
         """Record ``error`` and release ``job``: ``ready`` again after ``retry_after``
-        seconds, or ``failed`` once it was claimed ``max_attempts`` times.
+        seconds, or ``failed`` once it was claimed ``max_attempts`` times (at once with
+        ``dead``, for a job that can never be delivered).
 
         Returns:
             The job's new status, or ``None`` when its lease was no longer held.
         """
         _job(job, "job")
         delay = check_seconds("retry_after", retry_after, allow_zero=True)
-        return self._fail(job.id, job.lease, error_text(error), delay)
+        return self._fail(job.id, job.lease, error_text(error), delay, bool(dead))
+
+    def renew(self, jobs: Iterable[Job], lease_seconds: float) -> int:
+        """Extend the lease of ``jobs`` to ``lease_seconds`` from now (a heartbeat).
+
+        Returns:
+            How many were still held under their lease (a job another claimer took
+            over after its lease expired is not renewed).
+        """
+        lease = check_seconds("lease_seconds", lease_seconds, allow_zero=False)
+        pairs = [(_job(job, "jobs").id, job.lease) for job in jobs]
+        return self._renew(pairs, lease) if pairs else 0
 
     def counts(self) -> dict[Status, int]:
         """Jobs per status (``claimed`` includes leases that expired but were not reclaimed)."""
@@ -346,6 +500,23 @@ class Outbox(ABC):
         if ids == []:
             return 0
         return self._revive(ids)
+
+    def discard(self, jobs: Iterable[Job]) -> int:
+        """Give up on dead letters: ``failed`` jobs become ``done`` (their key stays taken
+        until :meth:`purge`, so the message is not stored again). Returns how many."""
+        ids = [_job(job, "jobs").id for job in jobs]
+        return self._discard(ids) if ids else 0
+
+    def edit(self, job: Job, message: Any) -> bool:
+        """Replace the stored message of the dead letter ``job`` (it stays ``failed``:
+        :meth:`revive` it to deliver the edit). Returns whether it was a dead letter.
+
+        Raises:
+            UnstorableError: ``message`` cannot be stored (nothing changes).
+        """
+        _job(job, "job")
+        kind, text = encode_message(message)
+        return self._edit(job.id, kind, text)
 
     def purge(self, older_than: float) -> int:
         """Delete ``done`` jobs acknowledged more than ``older_than`` seconds ago.
@@ -379,8 +550,23 @@ class Outbox(ABC):
         """Mark done each ``(id, lease)`` still claimed under that lease; count them."""
 
     @abstractmethod
-    def _fail(self, job_id: int, lease: str, error: str, retry_after: float) -> Status | None:
-        """Release a job held under ``lease``: ready after ``retry_after``, or failed."""
+    def _fail(
+        self, job_id: int, lease: str, error: str, retry_after: float, dead: bool
+    ) -> Status | None:
+        """Release a job held under ``lease``: ready after ``retry_after``, or failed
+        (at ``max_attempts``, or now with ``dead``)."""
+
+    @abstractmethod
+    def _renew(self, pairs: list[tuple[int, str]], lease_seconds: float) -> int:
+        """Extend each ``(id, lease)`` still claimed under that lease; count them."""
+
+    @abstractmethod
+    def _discard(self, ids: list[int]) -> int:
+        """Failed jobs with these ids -> done; count them."""
+
+    @abstractmethod
+    def _edit(self, job_id: int, kind: str, payload: str) -> bool:
+        """Rewrite the message of a failed job; whether it was one."""
 
     @abstractmethod
     def _counts(self) -> Mapping[str, int]:
@@ -417,11 +603,20 @@ def make_job(
     lease_expires: float = 0.0,
     status: Status = CLAIMED,
     last_error: str | None = None,
+    decode_error: str | None = None,
 ) -> Job:
-    """Build a :class:`Job` from stored columns (the namespace as stored text)."""
+    """Build a :class:`Job` from stored columns (the namespace as stored text).
+
+    A namespace that is not JSON does not raise: the job carries ``decode_error``.
+    """
+    try:
+        decoded = decode_namespace(namespace)
+    except ValueError as exc:
+        decoded = None
+        decode_error = decode_error or f"the stored namespace cannot be decoded: {exc}"
     return Job(
         id=int(job_id),
-        namespace=decode_namespace(namespace),
+        namespace=decoded,
         namespace_key=namespace,
         key=key,
         kind=kind,
@@ -431,4 +626,5 @@ def make_job(
         lease_expires=float(lease_expires),
         status=status,
         last_error=last_error,
+        decode_error=decode_error,
     )

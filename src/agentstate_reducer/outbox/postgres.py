@@ -7,7 +7,10 @@ clock, so workers on several hosts agree on them.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -15,7 +18,18 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 from ..errors import OutboxError
-from .base import FAILED, READY, Job, Outbox, Row, Status, check_identifier, make_job
+from .base import (
+    FAILED,
+    READY,
+    Job,
+    Outbox,
+    Row,
+    Status,
+    check_identifier,
+    check_positive_int,
+    check_seconds,
+    make_job,
+)
 
 try:
     import psycopg
@@ -28,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 __all__ = ("PostgresOutbox",)
 
 _T = TypeVar("_T")
+_IDLE = psycopg.pq.TransactionStatus.IDLE
 # A deadlock between two enqueues of overlapping batches is resolved by aborting one:
 # retrying it is safe because the insert skips keys already stored.
 _RETRIES = 3
@@ -101,6 +116,20 @@ WHERE id = %(id)s AND lease = %(lease)s AND status = 'claimed'
 RETURNING status
 """
 
+_RENEW = """
+UPDATE {t} AS j SET due_at = now() + make_interval(secs => %s), updated_at = now()
+FROM unnest(%s::bigint[], %s::text[]) AS a(id, lease)
+WHERE j.id = a.id AND j.lease = a.lease AND j.status = 'claimed'
+"""
+
+_DISCARD = """
+UPDATE {t} SET status = 'done', updated_at = now() WHERE status = 'failed' AND id = ANY(%s)
+"""
+
+_EDIT = """
+UPDATE {t} SET kind = %s, payload = %s, updated_at = now() WHERE status = 'failed' AND id = %s
+"""
+
 _DEAD = """
 SELECT id, namespace, msg_key, kind, payload, attempts, last_error
 FROM {t} WHERE status = 'failed' ORDER BY id LIMIT %s
@@ -116,18 +145,67 @@ DELETE FROM {t} WHERE status = 'done' AND updated_at < now() - make_interval(sec
 """
 
 
+class _Watchdog:
+    """Cuts a connection whose call outlives ``seconds``.
+
+    libpq has no client-side statement timeout: a server (or a network path) that stops
+    answering would block the caller for as long as the outage lasts. Shutting the
+    socket down makes the blocked read fail at once; the connection is then closed.
+    """
+
+    def __init__(self, conn: Any, seconds: float) -> None:
+        self.conn = conn
+        self.seconds = seconds
+        #: Whether the call ran out of time and the connection was cut.
+        self.fired = False
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> _Watchdog:
+        self._timer = threading.Timer(self.seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._timer is not None
+        self._timer.cancel()
+        self._timer.join()
+        if self.fired:
+            self.conn.close()
+
+    def _cut(self) -> None:
+        self.fired = True
+        try:
+            sock = socket.socket(fileno=os.dup(self.conn.fileno()))
+        except (OSError, psycopg.Error):
+            return
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+
+
 class PostgresOutbox(Outbox):
     """An :class:`~agentstate_reducer.outbox.Outbox` in a PostgreSQL table.
 
-    Give either a connection string (each thread then keeps its own autocommit
-    connection) or a ``psycopg_pool.ConnectionPool`` (anything whose ``connection()``
-    is a context manager yielding a psycopg connection).
+    Give either a connection string (the outbox then keeps a small pool of autocommit
+    connections shared by all threads: a thread that ends leaves nothing open) or a
+    ``psycopg_pool.ConnectionPool`` (anything whose ``connection()`` is a context
+    manager yielding a psycopg connection).
+
+    Every call ends within ``timeout`` seconds (connecting: ``connect_timeout``): a
+    server that stops answering raises :class:`~agentstate_reducer.OutboxError`
+    instead of blocking ``reduce()``, and the connection is dropped.
 
     Args:
         conninfo: a libpq connection string or URL.
         pool: a connection pool, instead of ``conninfo``.
         table: the table to use, created (with its indexes) if missing.
         max_attempts: claims a job gets before it is dead-lettered.
+        timeout: seconds one call (a transaction) may take, client side; also the
+            server's ``statement_timeout`` on connections the outbox opens.
+        connect_timeout: seconds to open a connection (libpq counts whole seconds, at
+            least 2).
+        max_idle: connections kept open between calls.
 
     Example:
         >>> outbox = PostgresOutbox("postgresql://app@db/app")          # doctest: +SKIP
@@ -141,6 +219,9 @@ class PostgresOutbox(Outbox):
         pool: Any = None,
         table: str = "agentstate_outbox",
         max_attempts: int = 5,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        max_idle: int = 4,
     ) -> None:
         super().__init__(max_attempts=max_attempts)
         if (conninfo is None) == (pool is None):
@@ -158,9 +239,15 @@ class PostgresOutbox(Outbox):
         #: The table holding the jobs.
         self.table = check_identifier("table", table)
         self._t = sql.Identifier(table)
-        self._local = threading.local()
+        #: Seconds one call may take before the connection is cut.
+        self.timeout = check_seconds("timeout", timeout, allow_zero=False)
+        #: Seconds to open a connection.
+        self.connect_timeout = check_seconds("connect_timeout", connect_timeout, allow_zero=False)
+        #: Idle connections kept for reuse.
+        self.max_idle = check_positive_int("max_idle", max_idle)
         self._lock = threading.Lock()
-        self._connections: list[Any] = []
+        self._idle: list[Any] = []
+        self._pid = os.getpid()
         self._closed = False
 
         def create(conn: Any) -> None:
@@ -184,19 +271,46 @@ class PostgresOutbox(Outbox):
 
     # -- connections ----------------------------------------------------------------
 
+    def _open(self) -> Any:
+        conn = psycopg.connect(
+            self.conninfo,
+            autocommit=True,
+            connect_timeout=max(2, math.ceil(self.connect_timeout)),  # libpq's minimum
+        )
+        try:
+            with _Watchdog(conn, self.timeout):
+                conn.execute(f"SET statement_timeout = {int(self.timeout * 1000)}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     @contextmanager
     def _own_connection(self) -> Iterator[Any]:
-        conn = getattr(self._local, "conn", None)
-        # A connection inherited through fork() belongs to the parent; a broken one is gone.
-        if conn is None or conn.closed or conn.broken or self._local.pid != os.getpid():
+        with self._lock:
             if self._closed:
                 raise OutboxError(f"{self!r} is closed")
-            conn = psycopg.connect(self.conninfo, autocommit=True)
-            self._local.conn = conn
-            self._local.pid = os.getpid()
+            if self._pid != os.getpid():
+                # Connections inherited through fork() belong to the parent: never touch them.
+                self._idle, self._pid = [], os.getpid()
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
             with self._lock:
-                self._connections.append(conn)
-        yield conn
+                keep = (
+                    not self._closed
+                    and len(self._idle) < self.max_idle
+                    and not conn.closed
+                    and not conn.broken
+                    and conn.info.transaction_status == _IDLE
+                )
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
 
     def _connection(self) -> AbstractContextManager[Any]:
         if self.pool is not None:
@@ -204,26 +318,34 @@ class PostgresOutbox(Outbox):
         return self._own_connection()
 
     def _run(self, action: str, fn: Callable[[Any], _T]) -> _T:
-        """Run ``fn(conn)`` in one transaction; psycopg errors become :class:`OutboxError`."""
+        """Run ``fn(conn)`` in one transaction within ``timeout``; psycopg errors, a
+        stalled server and a refused connection become :class:`OutboxError`."""
         for attempt in range(_RETRIES):
+            watchdog: _Watchdog | None = None
             try:
-                with self._connection() as conn, conn.transaction():
-                    return fn(conn)
+                with self._connection() as conn:
+                    watchdog = _Watchdog(conn, self.timeout)
+                    with watchdog, conn.transaction():
+                        return fn(conn)
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
                 if attempt == _RETRIES - 1:
                     raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
             except psycopg.Error as exc:
+                if watchdog is not None and watchdog.fired:
+                    raise OutboxError(
+                        f"{self!r} could not {action}: no answer within timeout={self.timeout}s"
+                    ) from exc
                 raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        """Close the connections this object opened (a pool is left to its owner)."""
+        """Close the idle connections this object opened (a pool is left to its owner);
+        connections in use close when their call returns."""
         with self._lock:
             self._closed = True
-            connections, self._connections = self._connections, []
-        for conn in connections:
+            idle, self._idle = self._idle, []
+        for conn in idle:
             conn.close()
-        self._local = threading.local()
 
     # -- the backend ----------------------------------------------------------------
 
@@ -251,9 +373,11 @@ class PostgresOutbox(Outbox):
             "acknowledge", lambda conn: int(conn.execute(query, (ids, leases)).rowcount)
         )
 
-    def _fail(self, job_id: int, lease: str, error: str, retry_after: float) -> Status | None:
+    def _fail(
+        self, job_id: int, lease: str, error: str, retry_after: float, dead: bool
+    ) -> Status | None:
         params = {
-            "max": self.max_attempts,
+            "max": 0 if dead else self.max_attempts,
             "error": error,
             "delay": retry_after,
             "id": job_id,
@@ -264,6 +388,27 @@ class PostgresOutbox(Outbox):
         if row is None:
             return None
         return FAILED if row[0] == FAILED else READY
+
+    def _renew(self, pairs: list[tuple[int, str]], lease_seconds: float) -> int:
+        ids, leases = [list(column) for column in zip(*pairs, strict=True)]
+        query = self._sql(_RENEW)
+        return self._run(
+            "renew leases",
+            lambda conn: int(conn.execute(query, (lease_seconds, ids, leases)).rowcount),
+        )
+
+    def _discard(self, ids: list[int]) -> int:
+        query = self._sql(_DISCARD)
+        return self._run(
+            "discard dead letters", lambda conn: int(conn.execute(query, (ids,)).rowcount)
+        )
+
+    def _edit(self, job_id: int, kind: str, payload: str) -> bool:
+        query = self._sql(_EDIT)
+        return self._run(
+            "edit a dead letter",
+            lambda conn: bool(conn.execute(query, (kind, payload, job_id)).rowcount),
+        )
 
     def _counts(self) -> Mapping[str, int]:
         query = self._sql("SELECT status, count(*) FROM {t} GROUP BY status")

@@ -19,11 +19,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..errors import OutboxError
-from .base import FAILED, READY, Job, Outbox, Row, Status, make_job
+from ..errors import OutboxError, UnstorableError
+from .base import FAILED, READY, Job, Outbox, Row, Status, check_seconds, make_job
 
 try:
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         'RedisOutbox needs redis-py: pip install "agentstate-reducer[redis]"'
@@ -129,7 +131,7 @@ if redis.call('HGET', KEYS[6], id) ~= ARGV[2] or redis.call('ZREM', KEYS[10], id
 end
 redis.call('HDEL', KEYS[6], id)
 redis.call('HSET', KEYS[7], id, ARGV[3])
-if tonumber(redis.call('HGET', KEYS[5], id) or '0') >= tonumber(ARGV[5]) then
+if ARGV[6] == '1' or tonumber(redis.call('HGET', KEYS[5], id) or '0') >= tonumber(ARGV[5]) then
     redis.call('ZADD', KEYS[11], id, id)
     return 'failed'
 end
@@ -142,6 +144,44 @@ end
 return 'ready'
 """
 )
+
+_RENEW = (
+    _NOW
+    + """
+local expires = now + tonumber(ARGV[1])
+local n = 0
+for i = 2, #ARGV, 2 do
+    local id = ARGV[i]
+    if redis.call('HGET', KEYS[6], id) == ARGV[i + 1] and redis.call('ZSCORE', KEYS[10], id) then
+        redis.call('ZADD', KEYS[10], expires, id)
+        n = n + 1
+    end
+end
+return n
+"""
+)
+
+_DISCARD = (
+    _NOW
+    + """
+local n = 0
+for _, id in ipairs(ARGV) do
+    if redis.call('ZREM', KEYS[11], id) == 1 then
+        redis.call('ZADD', KEYS[12], now, id)
+        n = n + 1
+    end
+end
+return n
+"""
+)
+
+_EDIT = """
+if not redis.call('ZSCORE', KEYS[11], ARGV[1]) then
+    return 0
+end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+return 1
+"""
 
 _DEAD = """
 local out = {}
@@ -195,10 +235,20 @@ def _text(value: Any) -> str:
 
 
 def _job(job_id: Any, attempts: Any, blob: Any, **extra: Any) -> Job:
-    stored = json.loads(_text(blob))
-    return make_job(
-        int(job_id), stored["n"], stored["k"], stored["d"], stored["p"], int(attempts), **extra
-    )
+    try:
+        stored = json.loads(_text(blob))
+        fields = (stored["n"], stored["k"], stored["d"], stored["p"])
+        if not all(isinstance(f, str) for f in fields):
+            raise ValueError("a field is not a string")
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        # A corrupted envelope must not break claim() or dead_letters(): the job carries
+        # the error and a relay dead-letters it alone.
+        text = blob.decode(errors="replace") if isinstance(blob, bytes) else str(blob)
+        return make_job(
+            int(job_id), "null", "", "", text, int(attempts),
+            decode_error=f"the stored envelope cannot be decoded: {exc!r}", **extra,
+        )
+    return make_job(int(job_id), *fields, int(attempts), **extra)
 
 
 class RedisOutbox(Outbox):
@@ -209,6 +259,10 @@ class RedisOutbox(Outbox):
         client: a ``redis.Redis`` client, instead of ``url``.
         prefix: the start of every key this outbox uses.
         max_attempts: claims a job gets before it is dead-lettered.
+        timeout: seconds a command may wait for the server (redis-py's
+            ``socket_timeout``), so an outage raises ``OutboxError`` instead of blocking.
+        connect_timeout: seconds to connect (``socket_connect_timeout``). Both apply to
+            a client built from ``url``; a ``client`` you pass keeps its own settings.
 
     Example:
         >>> outbox = RedisOutbox("redis://localhost:6379/0")             # doctest: +SKIP
@@ -222,6 +276,8 @@ class RedisOutbox(Outbox):
         client: Any = None,
         prefix: str = "agentstate:outbox",
         max_attempts: int = 5,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
     ) -> None:
         super().__init__(max_attempts=max_attempts)
         if (url is None) == (client is None):
@@ -231,8 +287,22 @@ class RedisOutbox(Outbox):
         if not isinstance(prefix, str) or not prefix:
             raise ValueError(f"prefix must be a non-empty string, got {prefix!r}")
         self._owns_client = client is None
+        self._closed = False
         #: The redis-py client used.
-        self.client: Any = redis.Redis.from_url(url) if url is not None else client
+        self.timeout = check_seconds("timeout", timeout, allow_zero=False)
+        self.connect_timeout = check_seconds("connect_timeout", connect_timeout, allow_zero=False)
+        self.client: Any = (
+            redis.Redis.from_url(
+                url,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.connect_timeout,
+                # One retry, on a dropped connection only (a server restart): a timeout
+                # is an outage and raises at once.
+                retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+            )
+            if url is not None
+            else client
+        )
         #: The start of every key.
         self.prefix = prefix
         #: Every key, in the order the scripts expect them.
@@ -244,12 +314,17 @@ class RedisOutbox(Outbox):
         self._fail_script = register(_FAIL)
         self._dead = register(_DEAD)
         self._revive_script = register(_REVIVE)
+        self._renew_script = register(_RENEW)
+        self._discard_script = register(_DISCARD)
+        self._edit_script = register(_EDIT)
         self._purge_script = register(_PURGE)
 
     def __repr__(self) -> str:
         return f"RedisOutbox(prefix={self.prefix!r})"
 
     def _run(self, action: str, fn: Callable[[], _T]) -> _T:
+        if self._closed:
+            raise OutboxError(f"{self!r} is closed")
         try:
             return fn()
         except redis.RedisError as exc:
@@ -259,7 +334,8 @@ class RedisOutbox(Outbox):
         return self._run(action, lambda: script(keys=self.keys, args=args))
 
     def close(self) -> None:
-        """Close the client when this object created it from a URL."""
+        """Refuse further work; close the client when this object created it from a URL."""
+        self._closed = True
         if self._owns_client:
             self.client.close()
 
@@ -289,12 +365,37 @@ class RedisOutbox(Outbox):
         args = [value for pair in pairs for value in pair]
         return int(self._call("acknowledge", self._ack_script, args))
 
-    def _fail(self, job_id: int, lease: str, error: str, retry_after: float) -> Status | None:
-        args = [job_id, lease, error, repr(retry_after), self.max_attempts]
+    def _fail(
+        self, job_id: int, lease: str, error: str, retry_after: float, dead: bool
+    ) -> Status | None:
+        args = [job_id, lease, error, repr(retry_after), self.max_attempts, int(dead)]
         status = self._call("record a failure", self._fail_script, args)
         if status is None:
             return None
         return FAILED if _text(status) == FAILED else READY
+
+    def _renew(self, pairs: list[tuple[int, str]], lease_seconds: float) -> int:
+        args: list[Any] = [repr(lease_seconds), *(value for pair in pairs for value in pair)]
+        return int(self._call("renew leases", self._renew_script, args))
+
+    def _discard(self, ids: list[int]) -> int:
+        return int(self._call("discard dead letters", self._discard_script, list(ids)))
+
+    def _edit(self, job_id: int, kind: str, payload: str) -> bool:
+        def edit() -> bool:
+            blob = self.client.hget(self.keys[2], job_id)
+            if blob is None:
+                return False
+            try:
+                stored = json.loads(_text(blob))
+                stored["d"], stored["p"] = kind, payload
+            except (ValueError, TypeError) as exc:
+                raise UnstorableError(
+                    f"job {job_id}'s stored envelope cannot be decoded ({exc}); discard it"
+                ) from exc
+            return bool(self._edit_script(keys=self.keys, args=[job_id, json.dumps(stored)]))
+
+        return self._run("edit a dead letter", edit)
 
     def _counts(self) -> Mapping[str, int]:
         def count() -> list[int]:

@@ -17,7 +17,6 @@ import contextlib
 import inspect
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +41,9 @@ class OutboxHook:
 
     ``reduce()`` re-raises the :class:`~agentstate_reducer.OutboxError` it raises when the
     storage fails, so the caller's state keeps the messages and a retry stores them.
-    A message that cannot be stored as JSON raises ``MessageFormatError`` (logged and
-    skipped by the reducer, like any other hook error); nothing of that batch is stored.
+    A message or namespace it cannot store losslessly raises
+    :class:`~agentstate_reducer.UnstorableError` (an ``OutboxError``) before anything
+    is stored, so ``reduce()`` fails rather than forget the batch.
 
     Example:
         >>> outbox = SQLiteOutbox("outbox.db")                           # doctest: +SKIP
@@ -94,13 +94,15 @@ class Relay:
     """Move jobs from ``outbox`` into ``deliver_fn(messages, namespace)``.
 
     Each round claims up to ``batch`` jobs, groups them by namespace (FIFO within
-    each), calls ``deliver_fn`` once per group, acknowledges the group on success and
-    fails it otherwise: a failed job is retried after ``retry_delay * 2 ** (attempts - 1)``
-    seconds (at most ``max_retry_delay``) until the outbox dead-letters it.
+    each), calls ``deliver_fn`` once per group and acknowledges the group on success.
+    A group whose delivery fails is split in halves and retried, down to single
+    messages, so one poison message does not fail its batch-mates; a message that
+    fails alone is retried after ``retry_delay * 2 ** (attempts - 1)`` seconds (at
+    most ``max_retry_delay``) until the outbox dead-letters it with its error.
 
     Several relays may run at once, in threads or processes: a job is never delivered
-    by two of them while its lease holds. Keep ``lease_seconds`` well above the time one
-    delivery takes.
+    by two of them while its lease holds, and the relay renews the lease while
+    ``deliver_fn`` runs (every ``lease_seconds / 3``), so a slow delivery keeps it.
 
     Args:
         outbox: the outbox to drain.
@@ -151,27 +153,39 @@ class Relay:
     def run_once(self) -> RelayRound:
         """Claim one batch and deliver it; returns what happened.
 
+        The lease of the claimed jobs is renewed every third of ``lease_seconds`` while
+        ``deliver_fn`` runs. A failed delivery is retried in halves, so only the
+        messages that fail alone are recorded as failures; a job that cannot be decoded
+        is dead-lettered alone, with the decode error.
+
         Raises:
             OutboxError: the outbox itself failed (delivery errors are recorded, not raised).
         """
         jobs = self.outbox.claim(self.batch, self.lease_seconds)
-        delivered = failed = 0
-        for namespace, group in self._groups(jobs):
-            messages = self._decode(group)
-            if messages is None:
-                failed += len(group)
-                continue
-            started = time.monotonic()
-            try:
-                result = self.deliver_fn(messages, namespace)
-                if inspect.isawaitable(result):
-                    asyncio.run(_await(result))
-            except Exception as exc:
-                failed += self._fail(group, exc)
-                continue
-            self._check_time(started)
-            delivered += self.outbox.ack(group)
-        return RelayRound(len(jobs), delivered, failed)
+        if not jobs:
+            return RelayRound()
+        tally = [0, 0]
+        with _Heartbeat(self.outbox, jobs, self.lease_seconds):
+            for namespace, group, messages in self._prepare(jobs, tally):
+                self._deliver(group, messages, namespace, tally)
+        return RelayRound(len(jobs), tally[0], tally[1])
+
+    def _deliver(
+        self, group: list[Job], messages: list[Any], namespace: Any, tally: list[int]
+    ) -> None:
+        try:
+            result = self.deliver_fn(messages, namespace)
+            if inspect.isawaitable(result):
+                asyncio.run(_await(result))
+        except Exception as exc:
+            if len(group) == 1:
+                tally[1] += self._fail(group, exc)
+                return
+            half = len(group) // 2
+            self._deliver(group[:half], messages[:half], namespace, tally)
+            self._deliver(group[half:], messages[half:], namespace, tally)
+            return
+        tally[0] += self._ack(group)
 
     def run_forever(self, stop_event: threading.Event | None = None) -> None:
         """Run rounds until ``stop_event`` is set, sleeping when there is nothing to do.
@@ -194,26 +208,47 @@ class Relay:
         """:meth:`run_once` for an event loop: outbox calls and a sync ``deliver_fn`` run
         in worker threads, an async ``deliver_fn`` is awaited on this loop."""
         jobs = await asyncio.to_thread(self.outbox.claim, self.batch, self.lease_seconds)
-        delivered = failed = 0
-        for namespace, group in self._groups(jobs):
-            messages = self._decode(group)
-            if messages is None:
-                failed += len(group)
-                continue
-            started = time.monotonic()
+        if not jobs:
+            return RelayRound()
+        tally = [0, 0]
+        beat = asyncio.create_task(self._aheartbeat(jobs))
+        try:
+            prepared = await asyncio.to_thread(self._prepare, jobs, tally)
+            for namespace, group, messages in prepared:
+                await self._adeliver(group, messages, namespace, tally)
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        return RelayRound(len(jobs), tally[0], tally[1])
+
+    async def _adeliver(
+        self, group: list[Job], messages: list[Any], namespace: Any, tally: list[int]
+    ) -> None:
+        try:
+            if self._async:
+                await self.deliver_fn(messages, namespace)
+            else:
+                result = await asyncio.to_thread(self.deliver_fn, messages, namespace)
+                if inspect.isawaitable(result):
+                    await result
+        except Exception as exc:
+            if len(group) == 1:
+                tally[1] += await asyncio.to_thread(self._fail, group, exc)
+                return
+            half = len(group) // 2
+            await self._adeliver(group[:half], messages[:half], namespace, tally)
+            await self._adeliver(group[half:], messages[half:], namespace, tally)
+            return
+        tally[0] += await asyncio.to_thread(self._ack, group)
+
+    async def _aheartbeat(self, jobs: list[Job]) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
             try:
-                if self._async:
-                    await self.deliver_fn(messages, namespace)
-                else:
-                    result = await asyncio.to_thread(self.deliver_fn, messages, namespace)
-                    if inspect.isawaitable(result):
-                        await result
-            except Exception as exc:
-                failed += await asyncio.to_thread(self._fail, group, exc)
-                continue
-            self._check_time(started)
-            delivered += await asyncio.to_thread(self.outbox.ack, group)
-        return RelayRound(len(jobs), delivered, failed)
+                await asyncio.to_thread(self.outbox.renew, jobs, self.lease_seconds)
+            except Exception:
+                logger.exception("agentstate-reducer: renewing leases failed; retrying")
 
     async def arun_forever(self, stop_event: asyncio.Event | None = None) -> None:
         """:meth:`run_forever` for an event loop; stops when ``stop_event`` is set."""
@@ -230,39 +265,83 @@ class Relay:
 
     # -- shared ----------------------------------------------------------------------
 
-    @staticmethod
-    def _groups(jobs: list[Job]) -> list[tuple[Any, list[Job]]]:
-        groups: dict[str, tuple[Any, list[Job]]] = {}
+    def _prepare(
+        self, jobs: list[Job], tally: list[int]
+    ) -> list[tuple[Any, list[Job], list[Any]]]:
+        """Group ``jobs`` by namespace (FIFO within each) with their decoded messages.
+
+        A job that cannot be decoded can never be delivered: it is dead-lettered at
+        once, alone, with the decode error, and its namespace-mates go on.
+        """
+        groups: dict[str, tuple[Any, list[Job], list[Any]]] = {}
         for job in jobs:
-            groups.setdefault(job.namespace_key, (job.namespace, []))[1].append(job)
+            try:
+                if job.decode_error is not None:
+                    raise ValueError(job.decode_error)
+                message = job.message
+            except Exception as exc:
+                logger.warning(
+                    "agentstate-reducer: job %d cannot be decoded; dead-lettered: %s",
+                    job.id,
+                    type(exc).__name__,
+                )
+                self.outbox.fail(job, exc, dead=True)
+                tally[1] += 1
+                continue
+            entry = groups.setdefault(job.namespace_key, (job.namespace, [], []))
+            entry[1].append(job)
+            entry[2].append(message)
         return list(groups.values())
 
-    def _decode(self, group: list[Job]) -> list[Any] | None:
-        # A row that cannot be rebuilt fails its whole group: delivering the rest would
-        # break FIFO, and the retries end in the dead letters where it can be inspected.
-        try:
-            return [job.message for job in group]
-        except Exception as exc:
-            self._fail(group, exc)
-            return None
-
     def _fail(self, group: list[Job], exc: Exception) -> int:
+        # The error's type only: its text may quote message content.
         logger.warning(
-            "agentstate-reducer: delivering %d pruned message(s) failed: %r", len(group), exc
+            "agentstate-reducer: delivering job(s) %s failed (%s); retrying later",
+            [job.id for job in group],
+            type(exc).__name__,
         )
         for job in group:
             self.outbox.fail(job, exc, retry_after=self.backoff(job.attempts))
         return len(group)
 
-    def _check_time(self, started: float) -> None:
-        took = time.monotonic() - started
-        if took > self.lease_seconds:
+    def _ack(self, group: list[Job]) -> int:
+        done = self.outbox.ack(group)
+        if done < len(group):
             logger.warning(
-                "agentstate-reducer: a delivery took %.2fs, longer than the %gs lease; "
-                "another relay may deliver the same messages again",
-                took,
-                self.lease_seconds,
+                "agentstate-reducer: %d of %d delivered job(s) were reclaimed by another "
+                "relay after their lease expired; they may be delivered again",
+                len(group) - done,
+                len(group),
             )
+        return done
+
+
+class _Heartbeat:
+    """Renews the lease of ``jobs`` every third of ``lease_seconds`` in a thread."""
+
+    def __init__(self, outbox: Outbox, jobs: list[Job], lease_seconds: float) -> None:
+        self.outbox = outbox
+        self.jobs = jobs
+        self.lease_seconds = lease_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._beat, name="agentstate-reducer-heartbeat", daemon=True
+        )
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.lease_seconds / 3):
+            try:
+                self.outbox.renew(self.jobs, self.lease_seconds)
+            except Exception:
+                logger.exception("agentstate-reducer: renewing leases failed; retrying")
 
 
 async def _await(value: Any) -> Any:

@@ -8,6 +8,7 @@ killed; after a power cut or OS crash the last commits may be lost (pass
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -27,6 +28,7 @@ from .base import (
     Row,
     Status,
     check_identifier,
+    check_positive_int,
     check_seconds,
     make_job,
 )
@@ -40,7 +42,9 @@ _SYNCHRONOUS = ("NORMAL", "FULL")
 class SQLiteOutbox(Outbox):
     """An :class:`~agentstate_reducer.outbox.Outbox` in a SQLite file.
 
-    Each thread (and each process) uses its own connection to ``path``.
+    Connections come from a small pool shared by the threads of a process, so a thread
+    that ends leaves nothing open; a new file is created readable by its owner only
+    (``0600``), as it holds conversation content.
 
     Args:
         path: the database file, created if missing (``":memory:"`` is refused: it
@@ -50,6 +54,8 @@ class SQLiteOutbox(Outbox):
         synchronous: ``"NORMAL"`` (default, survives process crashes) or ``"FULL"``
             (also survives power loss, slower commits).
         timeout: seconds to wait for another writer's lock.
+        max_idle: connections kept open between calls, shared by all threads (a thread
+            never holds one after its call returns).
 
     Example:
         >>> outbox = SQLiteOutbox("memory-outbox.db")                    # doctest: +SKIP
@@ -64,6 +70,7 @@ class SQLiteOutbox(Outbox):
         max_attempts: int = 5,
         synchronous: str = "NORMAL",
         timeout: float = 30.0,
+        max_idle: int = 4,
     ) -> None:
         super().__init__(max_attempts=max_attempts)
         if not isinstance(path, (str, os.PathLike)) or str(path) in ("", ":memory:"):
@@ -76,9 +83,11 @@ class SQLiteOutbox(Outbox):
         self.table = check_identifier("table", table)
         self.synchronous = synchronous
         self.timeout = check_seconds("timeout", timeout, allow_zero=True)
-        self._local = threading.local()
+        #: Idle connections kept for reuse; more are opened while threads need them.
+        self.max_idle = check_positive_int("max_idle", max_idle)
         self._lock = threading.Lock()
-        self._connections: list[sqlite3.Connection] = []
+        self._idle: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
         self._closed = False
         t = self.table
         with self._write("create the table") as conn:
@@ -113,23 +122,45 @@ class SQLiteOutbox(Outbox):
 
     # -- connections ----------------------------------------------------------------
 
-    def _connection(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        # A connection inherited through fork() belongs to the parent: open a new one.
-        if conn is not None and self._local.pid == os.getpid():
-            return conn
-        if self._closed:
-            raise OutboxError(f"{self!r} is closed")
+    def _open(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            # Conversation content: private to the owner (SQLite gives -wal/-shm the same mode).
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
         conn = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
-        self._enable_wal(conn)
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
-        self._local.conn = conn
-        self._local.pid = os.getpid()
-        with self._lock:
-            self._connections.append(conn)
+        try:
+            self._enable_wal(conn)
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        except BaseException:
+            conn.close()
+            raise
         return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A pooled connection: idle ones are shared by every thread, at most ``max_idle`` kept."""
+        with self._lock:
+            if self._closed:
+                raise OutboxError(f"{self!r} is closed")
+            if self._pid != os.getpid():
+                # Connections inherited through fork() belong to the parent: never touch them.
+                self._idle, self._pid = [], os.getpid()
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                keep = not self._closed and len(self._idle) < self.max_idle and not (
+                    conn.in_transaction
+                )
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
         # Switching a new file to WAL takes an exclusive lock that SQLite does not wait
@@ -148,34 +179,31 @@ class SQLiteOutbox(Outbox):
     def _write(self, action: str) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction; sqlite errors become :class:`OutboxError`."""
         try:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
+            with self._connection() as conn:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    yield conn
+                    conn.execute("COMMIT")
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+        except (sqlite3.Error, OSError) as exc:
             raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
-            raise
 
     def _read(self, action: str, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         try:
-            return fn(self._connection())
-        except sqlite3.Error as exc:
+            with self._connection() as conn:
+                return fn(conn)
+        except (sqlite3.Error, OSError) as exc:
             raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
 
     def close(self) -> None:
-        """Close every connection this object opened."""
+        """Close every idle connection; connections in use close when returned."""
         with self._lock:
             self._closed = True
-            connections, self._connections = self._connections, []
-        for conn in connections:
+            idle, self._idle = self._idle, []
+        for conn in idle:
             conn.close()
-        self._local = threading.local()
 
     # -- the backend ----------------------------------------------------------------
 
@@ -235,7 +263,9 @@ class SQLiteOutbox(Outbox):
             )
             return cursor.rowcount
 
-    def _fail(self, job_id: int, lease: str, error: str, retry_after: float) -> Status | None:
+    def _fail(
+        self, job_id: int, lease: str, error: str, retry_after: float, dead: bool
+    ) -> Status | None:
         now = time.time()
         with self._write("record a failure") as conn:
             cursor = conn.execute(
@@ -243,7 +273,7 @@ class SQLiteOutbox(Outbox):
                 "status = CASE WHEN attempts >= ? THEN 'failed' ELSE 'ready' END, "
                 "lease = NULL, last_error = ?, due_at = ?, updated_at = ? "
                 "WHERE id = ? AND lease = ? AND status = 'claimed'",
-                (self.max_attempts, error, now + retry_after, now, job_id, lease),
+                (0 if dead else self.max_attempts, error, now + retry_after, now, job_id, lease),
             )
             if cursor.rowcount == 0:
                 return None
@@ -251,6 +281,34 @@ class SQLiteOutbox(Outbox):
                 f"SELECT status FROM {self.table} WHERE id = ?", (job_id,)
             ).fetchone()
         return FAILED if row[0] == FAILED else READY
+
+    def _renew(self, pairs: list[tuple[int, str]], lease_seconds: float) -> int:
+        now = time.time()
+        with self._write("renew leases") as conn:
+            return conn.executemany(
+                f"UPDATE {self.table} SET due_at = ?, updated_at = ? "
+                "WHERE id = ? AND lease = ? AND status = 'claimed'",
+                [(now + lease_seconds, now, job_id, lease) for job_id, lease in pairs],
+            ).rowcount
+
+    def _discard(self, ids: list[int]) -> int:
+        now = time.time()
+        with self._write("discard dead letters") as conn:
+            return conn.executemany(
+                f"UPDATE {self.table} SET status = 'done', updated_at = ? "
+                "WHERE id = ? AND status = 'failed'",
+                [(now, job_id) for job_id in ids],
+            ).rowcount
+
+    def _edit(self, job_id: int, kind: str, payload: str) -> bool:
+        with self._write("edit a dead letter") as conn:
+            return bool(
+                conn.execute(
+                    f"UPDATE {self.table} SET kind = ?, payload = ?, updated_at = ? "
+                    "WHERE id = ? AND status = 'failed'",
+                    (kind, payload, time.time(), job_id),
+                ).rowcount
+            )
 
     def _counts(self) -> Mapping[str, int]:
         def count(conn: sqlite3.Connection) -> dict[str, int]:
