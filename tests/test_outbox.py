@@ -291,31 +291,40 @@ class OutboxContract:
     async def test_a_cancelled_areduce_loses_and_duplicates_nothing(
         self, outbox: Outbox
     ) -> None:
-        """Cancelled while AsyncOutboxHook is storing (a timed-out LangGraph run)."""
+        """Cancelled (a timed-out LangGraph run) before, then while, the outbox stores."""
         insert = outbox._insert
-        entered = threading.Event()
+        storing = threading.Event()
+        calls: list[str] = []
 
         def slow_insert(rows: list[Row]) -> int:
-            entered.set()
+            storing.set()
             time.sleep(0.3)
             return insert(rows)
 
+        async def first(pruned: list[Any], namespace: Any) -> None:
+            calls.append("first")
+            if len(calls) == 1:
+                await asyncio.sleep(30)  # the first run is cancelled here
+
         outbox._insert = slow_insert  # type: ignore[method-assign]
-        reducer = MessageReducer(
-            config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[AsyncOutboxHook(outbox)])
-        )
+        hooks = [first, AsyncOutboxHook(outbox)]
+        config = ReducerConfig(min_messages=2, max_messages=4, on_prune=hooks)
+        reducer = MessageReducer(config=config)
         history = batch(6)
-        task = asyncio.create_task(reducer.areduce(history, namespace=NS))
-        await asyncio.to_thread(entered.wait, 5)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        for cancel_when in (lambda: len(calls) == 1, storing.is_set):
+            task = asyncio.create_task(reducer.areduce(history, namespace=NS))
+            while not cancel_when() and not task.done():
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
         result = await reducer.areduce(history, namespace=NS)  # the step is retried
-        await asyncio.sleep(0.5)  # the cancelled store finishes in its thread
+        await asyncio.sleep(0.5)  # a cancelled store finishes in its thread
         sink = Sink()
         drain(outbox, sink)
         assert sorted(i for _, i in sink.deliveries) == sorted(m["id"] for m in result.pruned)
         assert set(sink.deliveries.values()) == {1}
+        assert calls == ["first"] * 3
 
     @pytest.mark.slow
     def test_two_relays_with_a_delivery_slower_than_the_lease(self, outbox: Outbox) -> None:
