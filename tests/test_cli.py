@@ -391,6 +391,16 @@ def test_out_writes_atomically_and_leaves_no_temporary_file(tmp_path: Path) -> N
     assert out.stat().st_mode & 0o777 == 0o640
 
 
+def test_out_replaces_a_symlink_itself_never_its_target(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious", encoding="utf-8")
+    out = tmp_path / "reduced.json"
+    out.symlink_to(victim)
+    assert ok("reduce", str(FIXTURES / "list.json"), *SMALL, "--out", str(out)) == ""
+    assert victim.read_text(encoding="utf-8") == "precious"
+    assert not out.is_symlink() and len(json.loads(out.read_text(encoding="utf-8"))) == 4
+
+
 def test_bad_input_leaves_out_untouched(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": "user"', encoding="utf-8")

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agentstate_reducer import (
     ConfigError,
+    MessageFormatError,
     MessageReducer,
     ReducerConfig,
     resolve_token_counter,
@@ -801,6 +802,45 @@ def test_memory_is_bounded() -> None:
     assert len(cache) <= 600
     cache.clear()
     assert len(cache) == 0
+
+
+def test_memory_is_bounded_by_the_tokens_held_not_only_the_count() -> None:
+    """3,000 dropped 100 kB messages must not stay alive in the cache."""
+    import gc
+    import weakref
+
+    class Big(dict[str, Any]):
+        pass
+
+    cache = TokenCountCache(approximate_token_count, max_held_tokens=200_000)
+    alive: list[weakref.ref[Big]] = []
+    for i in range(300):
+        message = Big(role="user", content=f"{i} " + "lorem ipsum " * 8_000, id=f"big{i}")
+        alive.append(weakref.ref(message))
+        cache.counts([message])
+        del message
+    gc.collect()
+    kept = sum(1 for ref in alive if ref() is not None)
+    assert 0 < kept <= 12, kept  # ~20,000 tokens each: a 200,000-token budget holds ~10
+    # A history larger than the budget is still remembered whole for the call.
+    history = [{"role": "user", "content": "word " * 5_000, "id": str(i)} for i in range(100)]
+    assert cache.counts(history) == cache.counts(history)
+    assert len(cache) >= 100
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_a_structure_too_deep_to_read_names_its_index() -> None:
+    deep: Any = "x"
+    for _ in range(5_000):
+        deep = {"a": deep}
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": deep}}
+    history = [{"role": "system", "content": "s"}, {"role": "assistant", "tool_calls": [call]}]
+    with pytest.raises(MessageFormatError, match="message at index 1 is nested too deeply"):
+        TokenCountCache(approximate_token_count).counts(history)
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=100))
+    with pytest.raises(MessageFormatError, match="index 1"):
+        reducer.reduce(history)
 
 
 def test_concurrent_calls_agree_and_count_each_message_at_most_once_per_call() -> None:

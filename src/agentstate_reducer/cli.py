@@ -301,7 +301,9 @@ def _is_partial_system(transcript: Transcript, message: object) -> bool:
 
 def _write_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename: never half-written."""
-    target = os.path.realpath(path)
+    # The name itself is replaced, never what a symlink there points at: a planted link
+    # must not redirect the write.
+    target = os.path.abspath(path)
     try:
         fd, tmp = tempfile.mkstemp(
             prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=os.path.dirname(target)
@@ -314,7 +316,10 @@ def _write_atomic(path: str, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
+            status = os.lstat(target)
+            if stat.S_ISLNK(status.st_mode):
+                raise FileNotFoundError(target)  # a link's mode says nothing: the default
+            mode = stat.S_IMODE(status.st_mode)
         except FileNotFoundError:
             umask = os.umask(0)
             os.umask(umask)

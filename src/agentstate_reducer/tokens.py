@@ -33,6 +33,7 @@ import importlib.util
 import itertools
 import logging
 import re
+import sys
 import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +41,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import ConfigError
+from .errors import ConfigError, MessageFormatError
 from .messages import (
     AI,
     FUNCTION,
@@ -984,16 +985,24 @@ class TokenCountCache:
     A built-in counter (the heuristic, exact counts) reads a message of a common shape
     once for both its view and its count.
 
-    Memory is bounded: past ``max(max_entries, 2 * len(messages))`` messages the oldest
-    are forgotten (a message still in use is then counted once more). Thread-safe; the
+    Memory is bounded: past ``max(max_entries, 2 * len(messages))`` messages, or once
+    the messages remembered hold more than ``max(max_held_tokens, 2 * the call's new
+    tokens)`` tokens (a proxy for their size in bytes: 2,000,000 tokens is roughly 8 MB
+    of text), the oldest are forgotten (a message still in use is then counted once
+    more), so messages dropped from every history are not kept alive by the cache. Thread-safe; the
     counter runs outside the lock, at most once per distinct message per call.
 
     The counter must depend only on a message's content.
     """
 
-    def __init__(self, counter: TokenCounter, *, max_entries: int = 10_000) -> None:
+    def __init__(
+        self, counter: TokenCounter, *, max_entries: int = 10_000, max_held_tokens: int = 2_000_000
+    ) -> None:
         self.counter = counter
         self.max_entries = max_entries
+        #: Tokens the remembered messages may hold in all, beyond the current call's.
+        self.max_held_tokens = max_held_tokens
+        self._held = 0
         self._lock = threading.Lock()
         #: ``id(message) -> slot`` in the four lists below, oldest first. Slots rather
         #: than a tuple per message: a long history adds no object to track but its view.
@@ -1093,28 +1102,35 @@ class TokenCountCache:
         defer = self._defer_copies
         counter = self.counter
         first: dict[int, int] = {}  # the counter runs once per distinct message
-        for k, message in enumerate(batch):
-            if defer:
-                read = read_plain(message)
-                if read is not None:  # remembered without a copy until its second sight
+        k = 0
+        try:
+            for k, message in enumerate(batch):
+                if defer:
+                    read = read_plain(message)
+                    if read is not None:  # remembered without a copy until its second sight
+                        new_views[k] = read[0]
+                        new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
+                        continue
+                j = first.setdefault(id(message), k)
+                if j != k:  # the same object earlier in this call
+                    new_views[k], new_counts[k] = new_views[j], new_counts[j]
+                    new_saved[k] = new_saved[j]
+                    continue
+                # The copy is taken first: an edit made while this call reads and counts
+                # shows as a difference next time.
+                new_saved[k] = copy_state(message_state(message))
+                read = read_plain(message) if text_tokens is not None else None
+                if read is not None:  # a built-in counter: view and count in one read
                     new_views[k] = read[0]
                     new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
-                    continue
-            j = first.setdefault(id(message), k)
-            if j != k:  # the same object earlier in this call
-                new_views[k], new_counts[k] = new_views[j], new_counts[j]
-                new_saved[k] = new_saved[j]
-                continue
-            # The copy is taken first: an edit made while this call reads and counts
-            # shows as a difference next time.
-            new_saved[k] = copy_state(message_state(message))
-            read = read_plain(message) if text_tokens is not None else None
-            if read is not None:  # a built-in counter: view and count in one read
-                new_views[k] = read[0]
-                new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
-            else:
-                new_views[k] = read_message(message, missing[k])
-                new_counts[k] = int(counter(message))
+                else:
+                    new_views[k] = read_message(message, missing[k])
+                    new_counts[k] = int(counter(message))
+        except RecursionError:
+            raise MessageFormatError(
+                f"message at index {missing[k]} is nested too deeply to read (past Python's "
+                f"recursion limit of {sys.getrecursionlimit()}); expected shallower content"
+            ) from None
         if every:
             views[:] = new_views
             counts[:] = new_counts
@@ -1137,7 +1153,8 @@ class TokenCountCache:
             slots = self._slots
             if slots:
                 for key in slots.keys() & keys:
-                    del slots[key]  # remembered anew, as the newest
+                    # Remembered anew, as the newest.
+                    self._held -= self._counts[slots.pop(key)]
             before = len(slots)
             base = len(self._messages)
             self._messages += batch
@@ -1146,14 +1163,23 @@ class TokenCountCache:
             self._counts += counts
             slots.update(zip(keys, range(base, base + len(batch)), strict=True))
             self.misses += len(slots) - before  # distinct messages read
+            added = sum(dict(zip(keys, counts, strict=True)).values())
+            self._held += added
             excess = len(slots) - max(self.max_entries, 2 * size)
             if excess > 0:
                 for key in list(itertools.islice(slots, excess)):
+                    self._forget(slots.pop(key))
+            bound = max(self.max_held_tokens, 2 * added)
+            if self._held > bound:
+                for key in list(slots):
+                    if self._held <= bound:
+                        break
                     self._forget(slots.pop(key))
             if len(self._messages) > 2 * len(slots) + 1024:
                 self._compact()
 
     def _forget(self, slot: int) -> None:
+        self._held -= self._counts[slot]
         self._messages[slot] = self._saved[slot] = self._views[slot] = None
 
     def _compact(self) -> None:
@@ -1173,6 +1199,7 @@ class TokenCountCache:
             self._saved.clear()
             self._views.clear()
             self._counts.clear()
+            self._held = 0
 
 
 def _text_counter(counter: TokenCounter) -> Callable[[str], int] | None:
