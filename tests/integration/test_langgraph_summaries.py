@@ -103,7 +103,8 @@ def check_run(
     for context in model.contexts:
         body = [m for m in context if not isinstance(m, SystemMessage)]
         assert any(m.id == "human-0" for m in body)
-        assert validate_history(context, provider="openai") == []
+        for provider in ("openai", "anthropic"):
+            assert validate_history(context, provider=provider) == [], provider
     conversation = sum(len(m.text) for t in range(TURNS) for m in [fact_human(t)])
     folds = summarizer.prompts
     assert len(folds) >= 20
@@ -198,3 +199,25 @@ def test_a_summary_model_failing_for_good_keeps_requests_within_max_tokens(
         state = [m for m in context if approach != "middleware" or m.id is not None]
         assert sum(approximate_token_count(m) for m in state) <= 1500
         assert any(m.id == "human-0" for m in context)
+
+
+async def test_a_summary_model_failing_for_good_under_ainvoke(kit: Any) -> None:
+    summarizer = kit.summary_model(fail_on=set(range(1, 10_000)))
+    reducer = reducer_for(
+        "middleware",
+        summarize_with(summarizer),
+        max_tokens=1500,
+        target_tokens=1000,
+        token_counter="approximate",
+    )
+    turns = 60
+    model = kit.model(turns)
+    graph = build("middleware", kit, model, reducer, InMemorySaver())
+    config = {"configurable": {"thread_id": "t-1"}}
+    for turn in range(turns):
+        await graph.ainvoke(turn_input("middleware", turn, kit), config)
+    assert len(summarizer.prompts) > 5
+    for context in model.contexts:
+        state = [m for m in context if m.id is not None]
+        assert sum(approximate_token_count(m) for m in state) <= 1500
+        assert validate_history(context, provider="anthropic") == []
