@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: test check demo lint typecheck bench clean
+.PHONY: test check demo lint typecheck bench bench-detail clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,14 @@ check: lint typecheck
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# Every contender in one run (the published 0.5.0 is installed into .bench/ on first use):
+# one table, also written to docs/benchmarks.md.
 bench: $(STAMP)
+	$(BIN)/python bench/harness.py
+
+# The per-topic scripts (token accuracy, outbox cost, trim details, ...).
+bench-detail: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist
+	rm -rf $(VENV) .bench .mypy_cache .pytest_cache .ruff_cache build dist

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 from .config import ReducerConfig
 from .messages import AI, HUMAN, PRUNABLE_ROLES, MessageView
@@ -50,10 +51,13 @@ __all__ = (
     "UNDER_THRESHOLD",
     "WINDOW",
     "Plan",
+    "Settled",
     "Turn",
     "current_turn",
     "dangling_calls",
     "make_plan",
+    "plan_append",
+    "settle",
 )
 
 # Reasons a message is pruned.
@@ -175,7 +179,10 @@ class Plan:
     start: int = 0
     #: End of the window: messages at or after it form the recent tail.
     cut: int = 0
-    #: Total tokens before pruning (token mode), else ``None``.
+    #: Total tokens before pruning (token mode), else ``None``. Also ``None`` when the
+    #: counts were lazy (not a list or tuple) and the plan stopped counting once the
+    #: sum from the end passed ``max_tokens``: messages that cannot survive are never
+    #: counted, so only the survivors' total (``kept_tokens``) is known.
     total_tokens: int | None = None
     #: Total tokens of the survivors (token mode), else ``None``.
     kept_tokens: int | None = None
@@ -452,6 +459,22 @@ def _human_cut(
     return next(q for q in range(cut, latest + 1) if _plain_human(views[q]))
 
 
+def _total(counts: Sequence[int], limit: int) -> int | None:
+    """The sum of ``counts``; for lazy counts, ``None`` once the sum from the end exceeds
+    ``limit`` (the earlier messages then need no count unless a rule asks for one)."""
+    if isinstance(counts, (list, tuple)):
+        return sum(counts)
+    total = 0
+    for i in range(len(counts) - 1, -1, -1):
+        count = counts[i]
+        if count < 0:  # a counter that is not a count: partial sums prove nothing
+            return sum(counts)
+        total += count
+        if total > limit:
+            return None
+    return total
+
+
 def make_plan(
     views: Sequence[MessageView],
     config: ReducerConfig,
@@ -470,6 +493,8 @@ def make_plan(
             the preserved first message's (an orphaned tool result still goes).
         reserve: tokens to keep free for a summary block (token mode): the kept
             messages fit ``target_tokens - reserve``.
+            A list or tuple is summed; any other sequence is read lazily, from the end,
+            only as far as the rules need.
 
     Returns:
         A :class:`Plan` (pruned indices ascending, with reasons).
@@ -483,8 +508,9 @@ def make_plan(
     if token_mode:
         if counts is None or len(counts) != n:
             raise ValueError("token mode needs one token count per message")
-        total = sum(counts)
-        triggered = total > config.max_tokens  # type: ignore[operator]
+        assert config.max_tokens is not None
+        total = _total(counts, config.max_tokens)
+        triggered = total is None or total > config.max_tokens
     else:
         triggered = config.max_messages is not None and n > config.max_messages
     if not triggered and not cascade:
@@ -554,6 +580,8 @@ def make_plan(
     kept = total
     if counts is not None and total is not None:
         kept = total - sum(counts[i] for i in indices)
+    elif counts is not None:  # counted lazily: every survivor was, the others maybe not
+        kept = sum(counts[i] for i in range(n) if i not in why)
     kept_protected = tuple(i for i in range(n) if protected[i] == 1 and not pruned[i])
     over_target = over_budget = False
     because: list[str] = []
@@ -614,3 +642,135 @@ def _over_because(
     if cut < window_end:
         because.append(START_ON)
     return because
+
+
+# -- appending to a settled history ------------------------------------------------------
+#
+# A LangGraph state update reduces the history it returned last time plus a few new
+# messages. When that history is *settled* (planning it prunes nothing), planning it plus
+# the new messages prunes nothing too unless the threshold is crossed or a new message
+# answers a call nobody issued: the window only acts over the threshold, the cascade and
+# start_on only act on pruned or orphaned messages. So the append costs the new
+# messages only; anything else gets the full plan.
+
+#: The options whose every value the rule above covers; a config that sets any other
+#: option away from its default always gets the full plan.
+_APPEND_FIELDS = frozenset(
+    {
+        "min_messages",
+        "max_messages",
+        "max_tokens",
+        "target_tokens",
+        "token_counter",
+        "preserve_first",
+        "cascade_tool_messages",
+        "summarize_fn",
+        "inject_summary",
+        "summary_message_factory",
+        "on_prune",
+        "namespace_key",
+        "pin",  # pins act only over the threshold
+        "dedupe_on_prune",
+        "dedupe_window",
+        "start_on",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A history that planning leaves whole, as much of it as an append needs."""
+
+    #: Number of messages.
+    size: int
+    #: Total tokens (token mode), else ``None``.
+    tokens: int | None
+    #: ``call id -> (index, issuing message)``; an entry counts only while the history
+    #: still holds that message at that index (the dict is shared along a chain of
+    #: appends, so it may hold entries of another branch).
+    issued: dict[str, tuple[int, object]]
+
+
+def _appendable(config: ReducerConfig) -> bool:
+    for f in fields(config):
+        if f.name not in _APPEND_FIELDS and getattr(config, f.name) != _default(f):
+            return False
+    return True
+
+
+def _default(f: Any) -> object:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
+def _over(config: ReducerConfig, size: int, tokens: int | None) -> bool:
+    if config.max_tokens is not None:
+        return tokens is None or tokens > config.max_tokens
+    return config.max_messages is not None and size > config.max_messages
+
+
+def settle(
+    views: Sequence[MessageView],
+    messages: Sequence[object],
+    config: ReducerConfig,
+    counts: Sequence[int] | None = None,
+) -> Settled | None:
+    """The :class:`Settled` state of a history that :func:`make_plan` would leave whole.
+
+    ``None`` when planning it could prune something (over the threshold, an orphaned
+    tool result) or when the config has an option the append rule does not cover.
+    One pass over the history.
+    """
+    if not _appendable(config):
+        return None
+    tokens = sum(counts) if config.max_tokens is not None and counts is not None else None
+    if _over(config, len(views), tokens):
+        return None
+    issued: dict[str, tuple[int, object]] = {}
+    check = config.cascade_tool_messages
+    for i, view in enumerate(views):
+        if check and view.answers and not all(a in issued for a in view.answers):
+            return None  # an orphan: the cascade would prune it
+        for call in view.calls:
+            issued[call] = (i, messages[i])
+    return Settled(len(views), tokens, issued)
+
+
+def plan_append(
+    settled: Settled,
+    history: Sequence[object],
+    new_views: Sequence[MessageView],
+    config: ReducerConfig,
+    new_counts: Sequence[int] | None = None,
+) -> tuple[Plan, Settled] | None:
+    """Plan ``history + new`` for a settled ``history`` (``history[i]`` for ``i < size``).
+
+    ``history`` holds the settled messages followed by the new ones. Returns the plan
+    (nothing pruned) and the settled state of the whole, or ``None`` when only
+    :func:`make_plan` can decide. Work proportional to the new messages.
+    """
+    size = settled.size + len(new_views)
+    tokens = None
+    if config.max_tokens is not None:
+        if new_counts is None or settled.tokens is None:
+            return None
+        tokens = settled.tokens + sum(new_counts)
+    if _over(config, size, tokens):
+        return None
+    issued = settled.issued
+    check = config.cascade_tool_messages
+    for k, view in enumerate(new_views):
+        i = settled.size + k
+        if check and view.answers:
+            for call in view.answers:
+                found = issued.get(call)
+                if found is None or found[0] >= i or history[found[0]] is not found[1]:
+                    return None  # answers no call this history issued: the full plan decides
+        for call in view.calls:
+            issued[call] = (i, history[i])
+    start = 1 if config.preserve_first and size else 0
+    plan = Plan(size, (), start=start, cut=start, total_tokens=tokens, kept_tokens=tokens)
+    return plan, Settled(size, tokens, issued)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import inspect
 import logging
+import operator
 import threading
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Generic, TypeVar, cast, overload
+from itertools import compress, repeat
+from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 from .config import (
     PinLike,
@@ -18,10 +21,10 @@ from .config import (
     SummaryFactory,
     TokenCounterLike,
 )
-from .errors import OutboxError
+from .errors import MessageFormatError, OutboxError
 from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
-from .messages import is_injected, is_merge_update, message_id, read_messages
-from .plan import Plan, make_plan
+from .messages import MessageView, is_injected, is_merge_update, message_id, read_messages
+from .plan import Plan, Settled, make_plan, plan_append, settle
 from .summary import (
     Summarizer,
     covered,
@@ -54,9 +57,105 @@ def hard_message_limit(max_messages: int) -> int:
     return 2 * max_messages
 
 
+def _kept_flags(size: int, pruned: Sequence[int]) -> bytearray:
+    """One flag per message, 1 where it stays; built at C speed."""
+    flags = bytearray(b"\x01") * size
+    for _ in map(flags.__setitem__, pruned, repeat(0)):
+        pass
+    return flags
+
+
 def _split(messages: list[Any], pruned: Sequence[int]) -> tuple[list[Any], list[Any]]:
-    gone = set(pruned)
-    return [m for i, m in enumerate(messages) if i not in gone], [messages[i] for i in pruned]
+    flags = _kept_flags(len(messages), pruned)
+    return list(compress(messages, flags)), list(map(messages.__getitem__, pruned))
+
+
+def _concat(existing: Any, new: Any) -> list[Any]:
+    """``as_message_list(existing) + as_message_list(new)`` with one copy in the common case."""
+    if type(existing) is list:
+        if new is None:
+            return existing.copy()
+        if type(new) is list:
+            return existing + new
+    return as_message_list(existing) + as_message_list(new)
+
+
+class _LazyCounts(Sequence[int]):
+    """Token counts of ``messages`` from the cache, each counted when the plan first asks.
+
+    The plan walks from the end, so a missing count is filled with those of up to
+    :data:`_BLOCK` earlier messages in one cache call.
+    """
+
+    def __init__(self, cache: TokenCountCache, messages: list[Any]) -> None:
+        self._cache = cache
+        self._messages = messages
+        self._counts: list[int | None] = [None] * len(messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._messages)))]
+        count = self._counts[index]
+        if count is None:
+            if index < 0:
+                index += len(self._messages)
+            low = max(0, index - _BLOCK + 1)
+            while self._counts[low] is not None:
+                low += 1
+            self._counts[low : index + 1] = self._cache.counts(self._messages[low : index + 1])
+            count = self._counts[index]
+            assert count is not None
+        return count
+
+    def __iter__(self) -> Iterator[int]:
+        if None in self._counts:
+            self[len(self._messages) - 1 :: -1]  # count the rest, towards the start
+        return iter(self._counts)  # type: ignore[arg-type]
+
+    @property
+    def counted(self) -> int:
+        """How many messages were counted so far."""
+        return len(self._counts) - self._counts.count(None)
+
+
+_BLOCK = 64
+
+#: The views and counts a full plan read, kept to remember the list it returns.
+_Memo = tuple[list[MessageView], "Sequence[int] | None"]
+
+#: How many recent outputs a reducer remembers: one per conversation it serves at once.
+_CHAINS = 8
+
+
+class _Chain(NamedTuple):
+    """A list a reduce returned, remembered so that the next reduce of it reads only the new."""
+
+    #: ``id()`` of the list handed out. Not the list itself, which its owner frees when
+    #: done; if the id is reused, comparing with the snapshot tells.
+    returned: int
+    #: Its messages as returned, in ``snapshot[:size]`` (the caller may edit the list it
+    #: got in place). Never handed out: an append extends it in place, so a chain of
+    #: appends shares one list; a second branch from the same state copies.
+    snapshot: list[Any]
+    size: int
+    #: Views and counts of ``snapshot`` when the plan had them, to settle it lazily.
+    views: list[MessageView] | None
+    counts: list[int] | None
+    #: The plan's state of ``snapshot``, once computed; ``None`` before.
+    settled: Settled | None
+    #: ``message id -> (index, message)`` of the snapshot, built when first asked for
+    #: and shared along a chain of appends like the snapshot (an entry counts only
+    #: while the snapshot holds that message at that index; ids never leave it).
+    ids: dict[str, tuple[int, Any]] | None = None
+
+
 
 
 _T = TypeVar("_T")
@@ -148,6 +247,8 @@ class MessageReducer:
         )
         self._token_counts_lock = threading.Lock()
         self._summary_reserve: int | None = None
+        self._chains: OrderedDict[int, _Chain] = OrderedDict()
+        self._chains_lock = threading.Lock()
         self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
         # reduce() runs on every state update: find async callables once, not per call.
         named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(config.on_prune)]
@@ -167,16 +268,30 @@ class MessageReducer:
     # -- the pure part -----------------------------------------------------------
 
     def plan(self, messages: list[Any]) -> Plan:
-        """Plan a reduce of ``messages`` without running any effect."""
-        return self._plan(messages, self.config, [], reserve=self._reserve())
+        """Plan a reduce of ``messages`` without running any effect.
+
+        In token mode every message is counted, so the plan's ``total_tokens`` is exact
+        (``reduce()`` counts lazily and may not know it).
+        """
+        return self._plan(messages, self.config, [], reserve=self._reserve())[0]
 
     def _plan(
-        self, messages: list[Any], config: ReducerConfig, keep: list[int], *, reserve: int
-    ) -> Plan:
+        self,
+        messages: list[Any],
+        config: ReducerConfig,
+        keep: list[int],
+        *,
+        reserve: int,
+        lazy: bool = False,
+    ) -> tuple[Plan, list[MessageView], Sequence[int] | None]:
+        """The plan, with the views and counts it used; ``lazy``: in token mode, messages
+        that cannot survive are not counted."""
         cache = self._token_counts
-        if config.token_mode and cache is not None:
-            # Views and counts of messages seen before come from the cache, so an append
-            # loop reads and counts only the new messages.
+        counts: Sequence[int] | None
+        if config.token_mode and cache is not None and lazy:
+            views, counts = read_messages(messages), _LazyCounts(cache, messages)
+        elif config.token_mode and cache is not None:
+            # Views and counts of messages seen before come from the cache.
             views, counts = cache.read(messages)
         else:
             views, counts = read_messages(messages), None
@@ -190,7 +305,7 @@ class MessageReducer:
                 pinned = [i for i, v in enumerate(views) if v.id is not None and v.id in pin]
             if pinned:
                 plan = make_plan(views, config, counts, pinned=[*keep, *pinned], reserve=reserve)
-        return plan
+        return plan, views, counts
 
     def _reserve(self) -> int:
         """Tokens kept free for the summary block: the built-in summariser's cap plus
@@ -226,9 +341,160 @@ class MessageReducer:
                 cache = self._token_counts
         return cache.counts(messages)
 
-    def _prepare(self, existing: Any, new: Any) -> tuple[list[Any], Plan]:
-        messages = as_message_list(existing) + as_message_list(new)
-        return messages, self.plan(messages)
+    def _prepare(self, existing: Any, new: Any) -> tuple[list[Any], Plan, _Memo | None]:
+        messages = _concat(existing, new)
+        fast = self._append(existing, messages)
+        if fast is not None:
+            return messages, fast, None
+        plan, views, counts = self._plan(
+            messages, self.config, [], reserve=self._reserve(), lazy=True
+        )
+        return messages, plan, (views, counts)
+
+    # -- the incremental path: a reduce of the list the last one returned -------------
+
+    def _note(
+        self, messages: list[Any], plan: Plan, memo: _Memo | None, result: ReducerResult
+    ) -> None:
+        """Remember the list a reduce returns, with the views and counts the plan read."""
+        if memo is None:
+            return  # the incremental path remembered it already
+        views, counts = memo
+        surviving = result.surviving
+        if surviving is messages:
+            if not plan.triggered:  # else over the threshold: the next reduce plans anyway
+                self._remember(messages, views, None if counts is None else list(counts))
+            return
+        chosen = list(map(messages.__getitem__, plan.pruned))
+        if len(result.pruned) == len(chosen) and all(map(operator.is_, result.pruned, chosen)):
+            flags = _kept_flags(len(messages), plan.pruned)
+            if len(surviving) == len(messages) - len(chosen):  # no summary block went in
+                kept = compress(range(len(messages)), flags)
+                self._remember(
+                    surviving,
+                    list(compress(views, flags)),
+                    None if counts is None else list(map(counts.__getitem__, kept)),
+                )
+                return
+        self._remember(surviving, None, None)  # read again when next needed
+
+    def _append(self, existing: Any, messages: list[Any]) -> Plan | None:
+        """The plan of ``messages`` when they extend a list this reducer returned, else ``None``.
+
+        The list must hold the same messages (the same objects, or equal ones) in the
+        same order, followed by the new ones; the check is one C-level list comparison.
+        Then only the new messages are read and counted (see :func:`plan.plan_append`).
+        """
+        chain = self._match(existing, messages)
+        if chain is None:
+            return None
+        size, snapshot = chain.size, chain.snapshot
+        settled = chain.settled
+        if settled is None:
+            settled = self._settle(chain)
+            if settled is None:
+                return None
+        new = messages[size:]
+        try:
+            if self._token_counts is not None:
+                new_views, new_counts = self._token_counts.read(new)
+            else:
+                new_views, new_counts = read_messages(new), None
+        except MessageFormatError:
+            return None  # the full path raises it, naming the index in the whole list
+        got = plan_append(settled, messages, new_views, self.config, new_counts)
+        if got is None:
+            return None
+        plan, settled = got
+        ids = chain.ids
+        with self._chains_lock:
+            if len(snapshot) == size:
+                snapshot.extend(new)
+            else:  # another append from the same state extended it first
+                snapshot = messages.copy()
+            if ids is not None:
+                for k, view in enumerate(new_views):
+                    if view.id is not None:
+                        ids[view.id] = (size + k, new[k])
+        self._keep(_Chain(id(messages), snapshot, len(messages), None, None, settled, ids))
+        return plan
+
+    def _match(self, existing: Any, messages: list[Any]) -> _Chain | None:
+        """The remembered chain whose messages ``messages`` starts with, or ``None``.
+
+        ``existing`` is looked up by identity first, else the latest chain is tried.
+        """
+        chains = self._chains
+        if not chains:
+            return None
+        with self._chains_lock:
+            chain = chains.get(id(existing))
+            if chain is None:
+                chain = next(reversed(chains.values()))
+        size, snapshot = chain.size, chain.snapshot
+        if len(messages) < size:
+            return None
+        if type(existing) is list and len(existing) == size:
+            seen = existing  # the common case: no copy, one C-level comparison
+        else:
+            seen = messages if len(messages) == size else messages[:size]
+        try:
+            same = seen == (snapshot if len(snapshot) == size else snapshot[:size])
+        except Exception:  # a message whose == raises (an array, say)
+            return None
+        return chain if same else None
+
+    def _holds_an_id(self, existing: list[Any], ids: set[Any]) -> bool:
+        """Whether a message of ``existing`` has one of ``ids``: O(len(ids)) on a list this
+        reducer returned, through an index of its ids kept along its appends."""
+        chain = self._match(existing, existing)
+        if chain is None or chain.size != len(existing):
+            return any(message_id(m) in ids for m in existing)
+        index = chain.ids
+        if index is None:
+            index = {}
+            for i, m in enumerate(existing):
+                ident = message_id(m)
+                if ident is not None:
+                    index[ident] = (i, m)
+            self._keep(chain._replace(ids=index))
+        for ident in ids:
+            found = index.get(ident)
+            if found is not None:
+                at, message = found
+                if at < len(existing) and existing[at] is message:
+                    return True
+                # Overwritten by another branch from a shared state: ask the list itself.
+                return any(message_id(m) in ids for m in existing)
+        return False
+
+    def _settle(self, chain: _Chain) -> Settled | None:
+        views, counts = chain.views, chain.counts
+        if views is None or (self._token_counts is not None and counts is None):
+            history = chain.snapshot[: chain.size]
+            if self._token_counts is not None:
+                views, counts = self._token_counts.read(history)
+            else:
+                views = read_messages(history)
+        settled = settle(views, chain.snapshot, self.config, counts)
+        if settled is not None:
+            self._keep(chain._replace(views=None, counts=None, settled=settled))
+        return settled
+
+    def _remember(
+        self, returned: list[Any], views: list[MessageView] | None, counts: list[int] | None
+    ) -> None:
+        self._keep(_Chain(id(returned), returned.copy(), len(returned), views, counts, None))
+
+    def _keep(self, chain: _Chain) -> None:
+        key = chain.returned
+        with self._chains_lock:
+            chains = self._chains
+            chains[key] = chain
+            chains.move_to_end(key)
+            while len(chains) > _CHAINS:
+                chains.popitem(last=False)
+
 
     def _check_sync(self) -> None:
         if self._async_callable is not None:
@@ -292,7 +558,7 @@ class MessageReducer:
             rest = max(0, bound - len(keep))
             hard = replace(config, min_messages=rest, max_messages=rest)
             limit = f"{bound} messages"
-        forced = self._plan(messages, hard, keep, reserve=0)
+        forced = self._plan(messages, hard, keep, reserve=0)[0]
         if not forced.pruned:
             return self._kept(messages, plan)
         logger.warning(
@@ -352,9 +618,11 @@ class MessageReducer:
                 released from the dedupe ledger, so a retried step hands it over again.
         """
         self._check_sync()
-        messages, plan = self._prepare(existing, new)
+        messages, plan, memo = self._prepare(existing, new)
         if not plan.pruned:
-            return ReducerResult(messages, [], None)
+            result = ReducerResult(messages, [], None)
+            self._note(messages, plan, memo, result)
+            return result
         text, failed = None, False
         batch = self._to_summarize(messages, plan)
         if batch is not None:
@@ -362,6 +630,7 @@ class MessageReducer:
             text = self._summarize(self.config.summarize_fn, batch)
             failed = text is None
         result = self._outcome(messages, plan, text, failed)
+        self._note(messages, plan, memo, result)
         if self.config.on_prune and result.pruned:
             self._deliver(result.pruned, namespace)
         return result
@@ -414,9 +683,11 @@ class MessageReducer:
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
-        messages, plan = self._prepare(existing, new)
+        messages, plan, memo = self._prepare(existing, new)
         if not plan.pruned:
-            return ReducerResult(messages, [], None)
+            result = ReducerResult(messages, [], None)
+            self._note(messages, plan, memo, result)
+            return result
         text, failed = None, False
         batch = self._to_summarize(messages, plan)
         fn = self.config.summarize_fn
@@ -436,6 +707,7 @@ class MessageReducer:
                 )
             failed = text is None
         result = self._outcome(messages, plan, text, failed)
+        self._note(messages, plan, memo, result)
         if self.config.on_prune and result.pruned:
             await self._adeliver(result.pruned, namespace)
         return result
@@ -485,10 +757,10 @@ class MessageReducer:
 
         def reduce_messages(existing: Any, new: Any) -> list[Any]:
             nonlocal merge
-            left = as_message_list(existing)
+            left = existing if type(existing) is list else as_message_list(existing)
             # add_messages' reading: a ("user", "hi") tuple is one message.
             right = [new] if isinstance(new, tuple) else as_message_list(new)
-            if not _needs_add_messages(left, right):
+            if not _needs_add_messages(self, left, right):
                 return self.reduce(left, right).surviving
             if merge is None:
                 merge = _add_messages_merge(self)
@@ -498,12 +770,12 @@ class MessageReducer:
         return reduce_messages
 
 
-def _needs_add_messages(left: list[Any], right: list[Any]) -> bool:
+def _needs_add_messages(reducer: MessageReducer, left: list[Any], right: list[Any]) -> bool:
     if any(is_merge_update(m) for m in right):
         return True
     new_ids = {message_id(m) for m in right}
     new_ids.discard(None)
-    return bool(new_ids) and any(message_id(m) in new_ids for m in left)
+    return bool(new_ids) and reducer._holds_an_id(left, new_ids)
 
 
 def _add_messages_merge(reducer: MessageReducer) -> Callable[[list[Any], list[Any]], list[Any]]:

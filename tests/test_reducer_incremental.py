@@ -1,0 +1,264 @@
+"""The incremental path: reducing the list a reduce returned reads only the new messages,
+and always gives exactly what a fresh reducer gives."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from histories import ai, histories, human, results, system
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import reducer as reducer_module
+from agentstate_reducer.messages import message_content, message_id, read_message, with_content
+
+
+def _content_tokens(message: Any) -> int:
+    content = message.get("content") if isinstance(message, dict) else message.content
+    return 1 + len(str(content or "")) // 3
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> ReducerConfig:
+    options: dict[str, Any] = {
+        "preserve_first": draw(st.booleans()),
+        "cascade_tool_messages": draw(st.booleans()),
+        "start_on": draw(st.sampled_from([None, "human"])),
+    }
+    if draw(st.booleans()):
+        options["summarize_fn"] = lambda pruned: f"{len(pruned)} messages"
+        options["inject_summary"] = draw(st.booleans())
+    if draw(st.booleans()):
+        low = draw(st.integers(0, 8))
+        high = draw(st.integers(low, low + 6))
+        return ReducerConfig(min_messages=low, max_messages=high, **options)
+    high = draw(st.integers(5, 80))
+    return ReducerConfig(
+        max_tokens=high,
+        target_tokens=draw(st.integers(1, high)),
+        token_counter=draw(st.sampled_from(["approximate", _content_tokens])),
+        **options,
+    )
+
+
+def _edited(message: Any) -> Any:
+    """A new object standing for ``message`` edited: same id, other content."""
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        return {**message, "content": [*message["content"], {"type": "text", "text": "more"}]}
+    return with_content(message, "edited and much longer than it was before")
+
+
+def _same(got: list[Any], want: list[Any], known: set[int]) -> bool:
+    """Same objects in the same order; summary messages (built by each reducer, with ids of
+    their own) have the same role and content."""
+    return len(got) == len(want) and all(
+        a is b
+        or (
+            id(a) not in known
+            and id(b) not in known
+            and read_message(a).role == read_message(b).role
+            and message_content(a) == message_content(b)
+        )
+        for a, b in zip(got, want, strict=True)
+    )
+
+
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "append", "include", "edit", "swap", "remove", "delete"]),
+        st.integers(0, 10**6),
+        st.integers(1, 3),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(max_turns=14), configs(), operations)
+def test_every_step_equals_a_fresh_reducer(
+    pool: list[Any], config: ReducerConfig, ops: list[tuple[str, int, int]]
+) -> None:
+    """Appends, in-place edits of the returned list, reorders and removals by id."""
+    reducer = MessageReducer(config=config)
+    known = {id(m) for m in pool}
+    alive: list[Any] = []
+    state: list[Any] = []
+    at = 0
+    for op, pick, k in ops:
+        new: Any = None
+        if op in ("append", "include"):
+            new, at = pool[at : at + k], at + k
+        elif not state:
+            continue
+        elif op == "edit":  # the list edited in place: one message replaced by an edited copy
+            j = pick % len(state)
+            state[j] = _edited(state[j])
+            known.add(id(state[j]))
+            alive.append(state[j])  # so that no summary message reuses its id
+        elif op == "swap":
+            i, j = pick % len(state), (pick // 7) % len(state)
+            state[i], state[j] = state[j], state[i]
+        elif op == "remove":  # LangGraph's RemoveMessage: a new list without that id
+            gone = message_id(state[pick % len(state)])
+            state = [m for m in state if message_id(m) != gone]
+        else:
+            del state[pick % len(state)]
+        if op == "include":  # the new messages already in the list, as add_messages gives it
+            state, new = state + new, None
+        want = MessageReducer(config=config).reduce(existing=list(state), new=copy.copy(new))
+        got = reducer.reduce(existing=state, new=new)
+        # reduce() counts lazily, plan() counts every message: the same selection.
+        whole = list(state) + list(new or [])
+        eager = MessageReducer(config=config).plan(whole)
+        assert [whole[i] for i in eager.pruned] == want.pruned
+        assert _same(got.surviving, want.surviving, known)
+        assert _same(got.pruned, want.pruned, known)
+        assert got.summary == want.summary
+        state = got.surviving
+
+
+def _loop_history(n: int) -> list[Any]:
+    out: list[Any] = [system("openai", "be brief", "sys")]
+    for t in range(n):
+        out.append(human("openai", f"question {t}", f"h{t}"))
+        if t % 2:
+            out.append(ai("openai", "", f"a{t}", [f"c{t}"]))
+            out.extend(results("openai", [f"c{t}"], f"r{t}"))
+        out.append(ai("openai", f"answer {t}", f"x{t}"))
+    return out
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ReducerConfig(min_messages=150, max_messages=200),
+        ReducerConfig(max_tokens=10**6, token_counter=_content_tokens),
+        ReducerConfig(max_tokens=10**6, token_counter="approximate"),
+    ],
+    ids=["count", "token, callable", "token, approximate"],
+)
+def test_an_append_loop_reads_each_message_once(
+    config: ReducerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the threshold, each reduce reads only the messages it has not seen."""
+    read: list[int] = []
+    real = reducer_module.read_messages
+
+    def counting(messages: list[Any]) -> list[Any]:
+        read.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    history = _loop_history(40)
+    reducer = MessageReducer(config=config)
+    state = reducer.reduce(existing=history[:10]).surviving
+    for message in history[10:]:
+        state = reducer.reduce(existing=state, new=[message]).surviving
+    assert state == history
+    cache = reducer._token_counts
+    seen = sum(read) if cache is None else cache.misses
+    assert seen == len(history)
+
+
+def test_a_prune_rereads_the_history_once_then_appends_stay_cheap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read: list[int] = []
+    real = reducer_module.read_messages
+
+    def counting(messages: list[Any]) -> list[Any]:
+        read.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    history = _loop_history(30)
+    reducer = MessageReducer(config=ReducerConfig(min_messages=20, max_messages=40))
+    state = reducer.reduce(existing=history[:2]).surviving
+    prunes = 0
+    for message in history[2:]:
+        before = len(read)
+        result = reducer.reduce(existing=state, new=[message])
+        state = result.surviving
+        if result.pruned:
+            prunes += 1
+            # The new message, then one pass over the whole history.
+            assert read[before:] == [1, len(result.surviving) + len(result.pruned)]
+        else:  # the survivors' views come from the prune that left them
+            assert read[before:] == [1]
+    assert prunes >= 2
+
+
+def test_the_langgraph_reducer_checks_ids_of_new_messages_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """as_langgraph_reducer() asks whether a new id is already in the list: from its index."""
+    asked: list[object] = []
+    real = reducer_module.message_id
+
+    def counting(message: object) -> str | None:
+        asked.append(message)
+        return real(message)
+
+    monkeypatch.setattr(reducer_module, "message_id", counting)
+    history = _loop_history(40)
+    fn = MessageReducer(min_messages=150, max_messages=200).as_langgraph_reducer()
+    state = fn(history[:10], None)
+    fn(state, [history[10]])  # the first check builds the index: one pass
+    state = fn(state, [history[10]])  # an update of that id again: merged, not appended
+    assert sum(message_id(m) == history[10]["id"] for m in state) == 1
+    before = len(asked)
+    for message in history[11:]:
+        state = fn(state, [message])
+    assert state == history
+    assert len(asked) - before == len(history) - 11  # each new message's id, once
+
+
+def test_an_update_by_id_after_appends_replaces_the_message() -> None:
+    """The id index follows the appends, so a later update of an appended id is merged."""
+    history = _loop_history(6)
+    fn = MessageReducer(min_messages=150, max_messages=200).as_langgraph_reducer()
+    state = fn(history[:3], None)
+    fn(state, [history[3]])  # builds the index
+    for message in history[3:]:
+        state = fn(state, [message])
+    edited = {**history[5], "content": "edited"}
+    state = fn(state, [edited])
+    assert len(state) == len(history)  # add_messages merged it (as LangChain messages)
+    assert message_id(state[5]) == edited["id"] and message_content(state[5]) == "edited"
+
+
+def test_token_mode_counts_only_what_may_survive() -> None:
+    """A reduce counts from the end and stops once the sum passes max_tokens."""
+    counted: list[Any] = []
+
+    def counter(message: Any) -> int:
+        counted.append(message)
+        return _content_tokens(message)
+
+    history = _loop_history(300)
+    config = ReducerConfig(max_tokens=200, target_tokens=150, token_counter=counter)
+    result = MessageReducer(config=config).reduce(existing=history)
+    assert result.pruned and len(result.surviving) < 60
+    assert len(counted) < len(history) // 4
+    every = [_content_tokens(m) for m in history]
+    kept = sum(_content_tokens(m) for m in result.surviving)
+    assert kept <= 150 or len(result.surviving) <= 3
+    # plan() counts every message: its total is exact, for --explain and figures.
+    plan = MessageReducer(config=config).plan(history)
+    assert plan.total_tokens == sum(every) and plan.kept_tokens == kept
+    assert [history[i] for i in plan.pruned] == result.pruned
+
+
+def test_a_negative_count_makes_the_plan_count_everything() -> None:
+    def counter(message: Any) -> int:
+        return -5 if message_id(message) == "h0" else 10
+
+    history = _loop_history(30)
+    config = ReducerConfig(max_tokens=100, target_tokens=80, token_counter=counter)
+    lazy = MessageReducer(config=config).reduce(existing=history)
+    eager = MessageReducer(config=config).plan(history)
+    assert [history[i] for i in eager.pruned] == lazy.pruned
