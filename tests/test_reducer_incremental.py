@@ -111,10 +111,11 @@ def test_every_step_equals_a_fresh_reducer(
             state, new = state + new, None
         want = MessageReducer(config=config).reduce(existing=list(state), new=copy.copy(new))
         got = reducer.reduce(existing=state, new=new)
-        # reduce() counts lazily, plan() counts every message: the same selection.
-        whole = list(state) + list(new or [])
-        eager = MessageReducer(config=config).plan(whole)
-        assert [whole[i] for i in eager.pruned] == want.pruned
+        if not config.inject_summary:  # (a summary may keep what the plan prunes)
+            # reduce() counts lazily, plan() counts every message: the same selection.
+            whole = list(state) + list(new or [])
+            eager = MessageReducer(config=config).plan(whole)
+            assert [whole[i] for i in eager.pruned] == want.pruned
         assert _same(got.surviving, want.surviving, known)
         assert _same(got.pruned, want.pruned, known)
         assert got.summary == want.summary
