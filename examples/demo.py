@@ -1,10 +1,12 @@
 """The whole system: a LangGraph agent for 200 turns, with and without the reducer, side by side.
 
-A scripted chat model (no network, no API key) answers with tool calls; two threads run
-the same script, one saved by a plain checkpointer and one by ``ReducingSaver``, whose
-pruned messages go to long-term memory in a store through ``store_hook``. At the end the
-demo prints what each thread stored, checks that every pruned message reached long-term
-memory exactly once, shows the last window the model saw, and draws storage per turn.
+A scripted chat model (no network, no API key) answers with tool calls; three threads run
+the same script: one saved by a plain checkpointer, one by ``ReducingSaver``, whose
+pruned messages go to long-term memory in a store through ``store_hook``, and one by
+``ReducingSaver(..., keep_checkpoints=10)``, which also deletes all but the thread's
+newest checkpoints. At the end the demo prints what each thread stored, checks that every
+pruned message reached long-term memory exactly once, shows the last window the model
+saw, and draws storage per turn.
 
 Run ``make demo``, or ``.venv/bin/python examples/demo.py --turns 50``. SQLite files go to
 ``--out-dir`` (default ``demo-output/``); with ``DATABASE_URL=postgresql://...`` the same
@@ -52,6 +54,8 @@ SYSTEM_PROMPT = "You are a travel assistant. Use the tools for facts; answer in 
 # The reducer of the demo: keep the last 20 messages once there are more than 40, keep the
 # system prompt, and start the kept part on a user turn.
 CONFIG = {"max_messages": 40, "min_messages": 20, "start_on": "human"}
+# Retention: the newest checkpoints a thread keeps (about the last two turns).
+KEEP_CHECKPOINTS = 10
 
 # -- the script: what the user asks, and which tools the model calls -------------------
 
@@ -352,9 +356,20 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
             "with reducer", build_agent(reduced_model, ReducingSaver(backend.saver, reducer)),
             reduced_model, {"configurable": {"thread_id": f"with-reducer{backend.suffix}"}},
         )
+        # Its own reducer: what it prunes goes to its own namespace, apart from the tally.
+        kept_model = ScriptedChatModel()
+        kept_reducer = MessageReducer(
+            config=ReducerConfig(on_prune=[store_hook(backend.store)], **CONFIG)
+        )
+        kept_saver = ReducingSaver(backend.saver, kept_reducer, keep_checkpoints=KEEP_CHECKPOINTS)
+        retained = Thread(
+            "+ retention", build_agent(kept_model, kept_saver), kept_model,
+            {"configurable": {"thread_id": f"with-retention{backend.suffix}"}},
+        )
         settings = ", ".join(f"{k}={v!r}" for k, v in CONFIG.items())
         print(f"Running a scripted LangGraph agent for {turns} turns on {backend.name}: one "
-              f"thread saved as is, one through ReducingSaver({settings}).")
+              f"thread saved as is, one through ReducingSaver({settings}), one through "
+              f"ReducingSaver(..., keep_checkpoints={KEEP_CHECKPOINTS}).")
         progress = Progress(turns)
         for turn in range(1, turns + 1):
             new: list[BaseMessage] = [HumanMessage(script(turn).question)]
@@ -362,9 +377,11 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
                 new.insert(0, SystemMessage(SYSTEM_PROMPT))
             plain.step(new, backend)
             reduced.step(new, backend)
+            retained.step(new, backend)
             progress.update(turn, f"without: {plain.messages[-1]:>4} msgs "
                                   f"{_size(plain.bytes[-1]):>9} | with: {reduced.messages[-1]:>3}"
-                                  f" msgs {_size(reduced.bytes[-1]):>9}")
+                                  f" msgs {_size(reduced.bytes[-1]):>9} | + retention: "
+                                  f"{_size(retained.bytes[-1]):>9}")
         elapsed = progress.done()
 
         everything, kept = plain.state(), reduced.state()
@@ -373,7 +390,7 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
         problems = check_memory(everything, kept, delivered, memories)
 
         print(f"\n{turns} turns in {elapsed:.1f} s. Storage ({backend.where}):\n")
-        print_side_by_side(plain, reduced)
+        print_side_by_side(plain, reduced, retained)
         print(f"\nPruned: {len(delivered)} of {len(everything)} messages left the window "
               f"({len(kept)} kept).")
         print(f"Long-term memory {namespace!r}: {len(memories)} items.")
@@ -385,7 +402,7 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
         print_window(reduced_model.last_window)
 
         chart = out_dir / "storage.png"
-        draw_chart(plain, reduced, chart, backend.name)
+        draw_chart(plain, reduced, retained, chart, backend.name)
         print(f"\nChart of storage per turn: {chart}")
         transcript = out_dir / "transcript.json"
         transcript.write_text(json.dumps(messages_to_dict(everything), indent=1) + "\n")
@@ -393,31 +410,36 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
               f"  {_cli()} reduce {transcript} --max-messages 40 --min-messages 20 --explain")
         if backend.suffix and not keep:
             # A shared database: leave it as it was found.
-            for thread in (plain, reduced):
+            for thread in (plain, reduced, retained):
                 backend.saver.delete_thread(thread.thread_id)
-            for item in memories:
+            kept_namespace = memory_namespace(kept_reducer, retained.config)
+            for item in [*memories, *backend.store.search(kept_namespace, limit=10_000)]:
                 backend.store.delete(item.namespace, item.key)
             print("The demo's threads and memories were deleted from PostgreSQL (--keep keeps "
                   "them).")
         return 1 if problems else 0
 
 
-def print_side_by_side(plain: Thread, reduced: Thread) -> None:
+def print_side_by_side(plain: Thread, reduced: Thread, retained: Thread) -> None:
     counter = resolve_token_counter("approximate")
+    threads = (plain, reduced, retained)
+
+    def tokens(thread: Thread) -> str:
+        return str(sum(counter(m) for m in thread.model.last_window))
+
     rows = [
-        ("", plain.label, reduced.label),
-        ("messages in the thread", str(plain.messages[-1]), str(reduced.messages[-1])),
-        ("bytes stored for the thread", _size(plain.bytes[-1]), _size(reduced.bytes[-1])),
-        ("largest window the model saw", f"{max(plain.model.windows)} messages",
-         f"{max(reduced.model.windows)} messages"),
-        ("tokens in the last window (approx.)",
-         str(sum(counter(m) for m in plain.model.last_window)),
-         str(sum(counter(m) for m in reduced.model.last_window))),
+        ("", *(t.label for t in threads)),
+        ("messages in the thread", *(str(t.messages[-1]) for t in threads)),
+        ("bytes stored for the thread", *(_size(t.bytes[-1]) for t in threads)),
+        ("largest window the model saw", *(f"{max(t.model.windows)} messages" for t in threads)),
+        ("tokens in the last window (approx.)", *(tokens(t) for t in threads)),
     ]
-    for label, a, b in rows:
-        print(f"  {label:<36}{a:>18}{b:>16}")
+    for label, *values in rows:
+        print(f"  {label:<36}" + "".join(f"{v:>17}" for v in values))
     ratio = plain.bytes[-1] / max(reduced.bytes[-1], 1)
-    print(f"\n  The reducer stored {ratio:.1f}x fewer bytes for the same conversation.")
+    kept_ratio = plain.bytes[-1] / max(retained.bytes[-1], 1)
+    print(f"\n  The reducer stored {ratio:.1f}x fewer bytes for the same conversation; with "
+          f"keep_checkpoints={KEEP_CHECKPOINTS}, {kept_ratio:.0f}x fewer.")
 
 
 def _cli() -> str:
@@ -475,7 +497,9 @@ def print_window(window: list[BaseMessage], head: int = 4, tail: int = 8) -> Non
         print(f"  {i:>3}  {message.type:<6}  {text}")
 
 
-def draw_chart(plain: Thread, reduced: Thread, path: Path, backend: str) -> None:
+def draw_chart(
+    plain: Thread, reduced: Thread, retained: Thread, path: Path, backend: str
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -483,28 +507,31 @@ def draw_chart(plain: Thread, reduced: Thread, path: Path, backend: str) -> None
 
     turns = range(1, len(plain.bytes) + 1)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=110)
-    panels = [
-        (left, "MB stored", [b / 1e6 for b in plain.bytes], [b / 1e6 for b in reduced.bytes],
-         _size(plain.bytes[-1]), _size(reduced.bytes[-1]),
-         f"Bytes stored for one thread: all its checkpoints ({backend})"),
-        (right, "messages", plain.messages, reduced.messages,
-         str(plain.messages[-1]), str(reduced.messages[-1]),
-         "Messages in the thread's latest checkpoint"),
+    lines = [
+        (plain, "#c0392b", "-", "without reducer"),
+        (reduced, "#1f6fb2", "-", "with ReducingSaver"),
+        (retained, "#27ae60", "--", f"ReducingSaver(keep_checkpoints={KEEP_CHECKPOINTS})"),
     ]
-    for ax, unit, without, with_, last_without, last_with, title in panels:
-        for values, last, color, label in (
-            (without, last_without, "#c0392b", "without reducer"),
-            (with_, last_with, "#1f6fb2", "with ReducingSaver"),
-        ):
-            ax.plot(turns, values, color=color, lw=2, label=label)
-            ax.annotate(last, (turns[-1], values[-1]), textcoords="offset points",
-                        xytext=(-4, 6), ha="right", color=color)
+    panels: list[tuple[Any, str, Callable[[Thread], list[float]], Callable[[Thread], str], str]] = [
+        (left, "MB stored", lambda t: [b / 1e6 for b in t.bytes], lambda t: _size(t.bytes[-1]),
+         f"Bytes stored for one thread: all its checkpoints ({backend})"),
+        (right, "messages", lambda t: [float(n) for n in t.messages],
+         lambda t: str(t.messages[-1]), "Messages in the thread's latest checkpoint"),
+    ]
+    for ax, unit, values_of, last_of, title in panels:
+        top = 1e-9
+        for k, (thread, color, style, label) in enumerate(lines):
+            values = values_of(thread)
+            top = max(top, max(values))
+            ax.plot(turns, values, color=color, lw=2, ls=style, label=label)
+            ax.annotate(last_of(thread), (turns[-1], values[-1]), textcoords="offset points",
+                        xytext=(-4, 6 + 12 * (k == 2)), ha="right", color=color)
         ax.set_title(title)
         ax.set_xlabel("turn")
         ax.set_ylabel(unit)
         ax.grid(alpha=0.3)
         ax.set_xlim(1, max(turns[-1], 2))
-        ax.set_ylim(0, max(max(without), max(with_), 1e-9) * 1.1)
+        ax.set_ylim(0, top * 1.1)
         ax.legend(loc="upper left", frameon=False)
     fig.suptitle(f"{len(turns)} turns of a tool-calling agent: storage per turn")
     fig.tight_layout()

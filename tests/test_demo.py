@@ -34,20 +34,30 @@ def run_demo(out_dir: Path, database_url: str | None = None) -> str:
     return proc.stdout
 
 
-def row(text: str, label: str) -> tuple[str, str]:
-    """The two values (without, with) of a row of the side-by-side table."""
+def row(text: str, label: str) -> tuple[str, str, str]:
+    """The three values (without, with reducer, with retention too) of a table row."""
     line = next(line for line in text.splitlines() if line.strip().startswith(label))
     values = re.split(r"\s{2,}", line.strip())[1:]
-    assert len(values) == 2, line
-    return values[0], values[1]
+    assert len(values) == 3, line
+    return values[0], values[1], values[2]
+
+
+def size(text: str) -> float:
+    number, unit = text.split()
+    return float(number) * {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}[unit]
 
 
 def check_report(text: str, out_dir: Path) -> None:
     assert "turn 20/20" in text  # progress
-    without, with_ = (int(v) for v in row(text, "messages in the thread"))
+    without, with_, retained = (int(v) for v in row(text, "messages in the thread"))
     # 20 scripted turns write 89 messages; the reducer keeps at most max_messages=40.
     assert without == 89
     assert with_ <= 40
+    assert retained == with_
+    # Retention deletes old checkpoints only: far fewer bytes, the same window.
+    plain_bytes, reduced_bytes, retained_bytes = (size(v) for v in row(text, "bytes stored"))
+    assert retained_bytes < reduced_bytes / 3 < plain_bytes
+    assert re.search(r"with keep_checkpoints=10, \d+x fewer", text)
     pruned = re.search(r"Pruned: (\d+) of (\d+) messages left the window \((\d+) kept\)", text)
     assert pruned is not None
     assert int(pruned[1]) + int(pruned[3]) == int(pruned[2]) == without
@@ -67,8 +77,8 @@ def test_demo_on_sqlite_and_its_transcript_feeds_the_cli(tmp_path: Path) -> None
     check_report(text, tmp_path)
     assert "on SQLite" in text
     assert (tmp_path / "checkpoints.sqlite").exists()
-    plain, reduced = row(text, "bytes stored for the thread")
-    assert plain.endswith("MB") and reduced.endswith("kB")
+    plain, reduced, retained = row(text, "bytes stored for the thread")
+    assert plain.endswith("MB") and reduced.endswith("kB") and retained.endswith("kB")
     # The transcript it writes is what the command line reads.
     cli = Path(sys.executable).parent / "agentstate-reducer"
     proc = subprocess.run(

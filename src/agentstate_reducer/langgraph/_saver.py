@@ -20,9 +20,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..config import ReducerResult
-from ..errors import ConfigTypeError, MessageFormatError
+from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..messages import read_message
 from ..reducer import MessageReducer
+from ._retention import Retention, retention_for
 
 __all__ = ("ReducingSaver", "aapply_reducer", "apply_reducer", "memory_namespace")
 
@@ -137,6 +138,11 @@ async def aapply_reducer(
     return _replace_messages(checkpoint, messages_key, result)
 
 
+def _where(config: RunnableConfig) -> tuple[str, str]:
+    configurable = config["configurable"]
+    return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
+
+
 _variants: dict[tuple[type, frozenset[str]], type] = {}
 _variants_lock = threading.Lock()
 
@@ -188,6 +194,10 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         reducer: the reducer applied to ``channel_values[messages_key]``; sync
             ``put`` calls ``reduce()``, ``aput`` calls ``areduce()``.
         messages_key: the state key of the message list.
+        keep_checkpoints: after each write, keep only the newest this many checkpoints of
+            the thread's namespace, with their writes and the blobs they reference, and
+            delete the older ones through the inner saver's own connection (``None``:
+            keep every checkpoint). See docs/langgraph.md for the supported savers.
 
     Raises:
         TypeError: ``inner`` is not a ``BaseCheckpointSaver``.
@@ -195,6 +205,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
             ``TypeError`` and a ``ValueError``, as 0.5.0 raised ``ValueError`` here.
         ValueError: ``inner`` already holds a different reducer (two dedupe memories
             would deliver the same pruned messages twice), or ``messages_key`` is empty.
+        ConfigError: ``keep_checkpoints`` is not an int >= 1, or ``inner`` is a saver
+            retention cannot delete from.
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
@@ -212,6 +224,9 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     messages_key: str
     #: True when the inner saver reduces on its own and the wrapper only delegates.
     passthrough: bool
+    #: Checkpoints kept per thread and namespace (``None``: all of them).
+    keep_checkpoints: int | None
+    _retention: Retention | None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ReducingSaver:
         inner = args[0] if args else kwargs.get("inner")
@@ -227,6 +242,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         reducer: MessageReducer,
         *,
         messages_key: str = "messages",
+        keep_checkpoints: int | None = None,
     ) -> None:
         if not isinstance(inner, BaseCheckpointSaver):
             raise TypeError(f"inner must be a LangGraph BaseCheckpointSaver, got {inner!r}")
@@ -240,12 +256,23 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
                 f"inner saver {inner!r} already holds a different reducer ({held!r}); pass "
                 "that reducer, since two dedupe memories would deliver pruned messages twice"
             )
+        if keep_checkpoints is not None and (
+            isinstance(keep_checkpoints, bool)
+            or not isinstance(keep_checkpoints, int)
+            or keep_checkpoints < 1
+        ):
+            raise ConfigError(
+                f"keep_checkpoints must be None or an int >= 1, got {keep_checkpoints!r}"
+            )
+        retention = None if keep_checkpoints is None else retention_for(inner, keep_checkpoints)
         if held is None:
             inner.reducer = reducer  # type: ignore[attr-defined]
         self.inner = inner
         self.reducer = reducer
         self.messages_key = messages_key
         self.passthrough = held is not _ABSENT
+        self.keep_checkpoints = keep_checkpoints
+        self._retention = retention
 
     def __repr__(self) -> str:
         return (
@@ -279,6 +306,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
             return self
         clone = copy.copy(self)
         clone.inner = inner
+        if self.keep_checkpoints is not None:
+            clone._retention = retention_for(inner, self.keep_checkpoints)
         return clone
 
     def get_next_version(self, current: Any, channel: None) -> Any:
@@ -295,7 +324,11 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     ) -> RunnableConfig:
         if not self.passthrough:
             checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
-        return self.inner.put(config, checkpoint, metadata, new_versions)
+        stored = self.inner.put(config, checkpoint, metadata, new_versions)
+        if self._retention is not None and self.keep_checkpoints is not None:
+            thread_id, checkpoint_ns = _where(stored)
+            self._retention.keep_latest(thread_id, checkpoint_ns, self.keep_checkpoints)
+        return stored
 
     async def aput(
         self,
@@ -306,7 +339,11 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     ) -> RunnableConfig:
         if not self.passthrough:
             checkpoint = await aapply_reducer(self.reducer, checkpoint, config, self.messages_key)
-        return await self.inner.aput(config, checkpoint, metadata, new_versions)
+        stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
+        if self._retention is not None and self.keep_checkpoints is not None:
+            thread_id, checkpoint_ns = _where(stored)
+            await self._retention.akeep_latest(thread_id, checkpoint_ns, self.keep_checkpoints)
+        return stored
 
     # -- delegated -----------------------------------------------------------------
 

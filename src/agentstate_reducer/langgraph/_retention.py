@@ -1,0 +1,268 @@
+"""Retention for ``ReducingSaver``: keep the last K checkpoints of a thread's namespace.
+
+One strategy per saver family, each deleting through the saver's own connection and
+lock, in one transaction: the checkpoints older than the K newest, their writes, and
+(where values live apart from checkpoints) the blobs no kept checkpoint can reach.
+Checkpoint ids are uuid6, ordered by time, which is how LangGraph itself finds the
+latest checkpoint; so "the K newest" are the K last written, forks included.
+
+A blob is deleted only when its version is older than every version of its channel that
+a kept checkpoint references: a run writing meanwhile stores newer blobs before its
+checkpoint, and those are never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ..errors import ConfigError
+
+__all__ = ("Retention", "SUPPORTED", "retention_for")
+
+#: The savers retention works with, as docs/langgraph.md lists them.
+SUPPORTED = (
+    "InMemorySaver",
+    "SqliteSaver",
+    "AsyncSqliteSaver",
+    "PostgresSaver",
+    "AsyncPostgresSaver",
+    "any saver with prune() (keep_checkpoints=1 only)",
+)
+
+_T = TypeVar("_T")
+
+
+class Retention(Protocol):
+    """Deletes all but the ``keep`` newest checkpoints of one thread's namespace."""
+
+    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None: ...
+
+    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None: ...
+
+
+class _InMemory:
+    """``InMemorySaver``: its dicts, edited under a lock of ours (it has none)."""
+
+    def __init__(self, saver: InMemorySaver) -> None:
+        self.saver = saver
+        self.lock = threading.Lock()
+
+    def _versions(self, stored: dict[str, Any], checkpoint_id: str) -> dict[str, Any]:
+        versions = self.saver.serde.loads_typed(stored[checkpoint_id][0]).get("channel_versions")
+        return dict(versions or {})
+
+    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        saver = self.saver
+        with self.lock:
+            namespaces = saver.storage.get(thread_id)
+            stored = namespaces.get(checkpoint_ns) if namespaces is not None else None
+            if not stored or len(stored) <= keep:
+                return
+            ids = sorted(stored, reverse=True)
+            kept, gone = ids[:keep], ids[keep:]
+            oldest: dict[str, str] = {}
+            for checkpoint_id in kept:
+                checkpoint, metadata, parent = stored[checkpoint_id]
+                if parent is not None and parent not in kept:
+                    stored[checkpoint_id] = (checkpoint, metadata, None)
+                for channel, version in self._versions(stored, checkpoint_id).items():
+                    if channel not in oldest or str(version) < oldest[channel]:
+                        oldest[channel] = str(version)
+            for checkpoint_id in gone:
+                # The blobs a deleted checkpoint referenced are the only candidates.
+                for channel, version in self._versions(stored, checkpoint_id).items():
+                    if channel in oldest and str(version) < oldest[channel]:
+                        saver.blobs.pop((thread_id, checkpoint_ns, channel, version), None)
+                del stored[checkpoint_id]
+                saver.writes.pop((thread_id, checkpoint_ns, checkpoint_id), None)
+
+    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        self.keep_latest(thread_id, checkpoint_ns, keep)
+
+
+# SQLite: values live inside the checkpoint row; only writes hang off it.
+_SQLITE_CUTOFF = (
+    "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+    "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?)"
+)
+_SQLITE_WRITES = (
+    f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < "
+    f"{_SQLITE_CUTOFF}"
+)
+_SQLITE_CHECKPOINTS = (
+    f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < "
+    f"{_SQLITE_CUTOFF}"
+)
+# The oldest kept checkpoint no longer has a parent to point at.
+_SQLITE_UNPARENT = (
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND "
+    "checkpoint_ns = ? AND parent_checkpoint_id < (SELECT MIN(checkpoint_id) FROM "
+    "checkpoints WHERE thread_id = ? AND checkpoint_ns = ?)"
+)
+
+
+def _sqlite(thread_id: str, checkpoint_ns: str, keep: int) -> list[tuple[str, tuple[Any, ...]]]:
+    cut = (thread_id, checkpoint_ns, thread_id, checkpoint_ns, keep - 1)
+    return [
+        (_SQLITE_WRITES, cut),
+        (_SQLITE_CHECKPOINTS, cut),
+        (_SQLITE_UNPARENT, (thread_id, checkpoint_ns, thread_id, checkpoint_ns)),
+    ]
+
+
+class _Sqlite:
+    """``SqliteSaver``: its connection, under its lock, committed once."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        with self.saver.cursor() as cur:  # its lock; commits on exit
+            for sql, params in _sqlite(thread_id, checkpoint_ns, keep):
+                cur.execute(sql, params)
+
+    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep)
+
+
+class _AsyncSqlite:
+    """``AsyncSqliteSaver``: its aiosqlite connection, under its lock, on its loop."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep))
+
+    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        saver = self.saver
+        async with saver.lock, saver.conn.cursor() as cur:
+            for sql, params in _sqlite(thread_id, checkpoint_ns, keep):
+                await cur.execute(sql, params)
+            await saver.conn.commit()
+
+
+# PostgreSQL: channel values live in checkpoint_blobs, keyed by (channel, version).
+_PG_CUTOFF = (
+    "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
+    "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET %(offset)s)"
+)
+_POSTGRES = (
+    "DELETE FROM checkpoint_writes WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
+    f"AND checkpoint_id < {_PG_CUTOFF}",
+    "DELETE FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
+    f"AND checkpoint_id < {_PG_CUTOFF}",
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = %(t)s "
+    "AND checkpoint_ns = %(ns)s AND parent_checkpoint_id < (SELECT MIN(checkpoint_id) "
+    "FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s)",
+    # Older than every version of its channel a kept checkpoint references.
+    "DELETE FROM checkpoint_blobs b USING (SELECT v.key AS channel, MIN(v.value) AS oldest "
+    "FROM checkpoints c, jsonb_each_text(c.checkpoint -> 'channel_versions') v "
+    "WHERE c.thread_id = %(t)s AND c.checkpoint_ns = %(ns)s GROUP BY v.key) k "
+    "WHERE b.thread_id = %(t)s AND b.checkpoint_ns = %(ns)s AND b.channel = k.channel "
+    "AND b.version < k.oldest",
+)
+
+
+class _Postgres:
+    """``PostgresSaver``: its connection (or pool) and lock, in one transaction."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1}
+        with self.saver._cursor() as cur, cur.connection.transaction():
+            for sql in _POSTGRES:
+                cur.execute(sql, params)
+
+    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep)
+
+
+class _AsyncPostgres:
+    """``AsyncPostgresSaver``: the same statements through its async connection."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep))
+
+    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1}
+        async with self.saver._cursor() as cur, cur.connection.transaction():
+            for sql in _POSTGRES:
+                await cur.execute(sql, params)
+
+
+class _Prune:
+    """Any other saver with ``prune``: its own ``keep_latest`` strategy (one checkpoint)."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.saver = saver
+
+    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        self.saver.prune([thread_id], strategy="keep_latest")
+
+    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+        await self.saver.aprune([thread_id], strategy="keep_latest")
+
+
+def _on_loop(saver: Any, work: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``work`` on an async saver's loop from another thread, as its sync methods do."""
+    return asyncio.run_coroutine_threadsafe(work, saver.loop).result()
+
+
+def _families() -> list[tuple[type, Callable[[Any], Retention]]]:
+    found: list[tuple[type, Callable[[Any], Retention]]] = [(InMemorySaver, _InMemory)]
+    # Each family is an optional package: only the installed ones can be the inner saver.
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError:
+        pass
+    else:
+        found.append((SqliteSaver, _Sqlite))
+    try:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    except ImportError:
+        pass
+    else:
+        found.append((AsyncSqliteSaver, _AsyncSqlite))
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    except ImportError:
+        pass
+    else:
+        found += [(PostgresSaver, _Postgres), (AsyncPostgresSaver, _AsyncPostgres)]
+    return found
+
+
+def retention_for(inner: BaseCheckpointSaver[Any], keep: int) -> Retention:
+    """The strategy that keeps ``keep`` checkpoints per namespace in ``inner``.
+
+    Raises:
+        ConfigError: ``inner`` is a saver retention cannot delete from (the message lists
+            the supported ones), or only supports ``keep == 1`` through its ``prune``.
+    """
+    for family, strategy in _families():
+        if isinstance(inner, family):
+            return strategy(inner)
+    if type(inner).prune is not BaseCheckpointSaver.prune:
+        if keep == 1:
+            return _Prune(inner)
+        raise ConfigError(
+            f"keep_checkpoints={keep!r} is not supported for {type(inner).__name__}: its "
+            "prune() keeps only the latest checkpoint; use keep_checkpoints=1"
+        )
+    raise ConfigError(
+        f"keep_checkpoints is not supported for {type(inner).__name__}, which has no way to "
+        f"delete single checkpoints; supported: {', '.join(SUPPORTED)}"
+    )

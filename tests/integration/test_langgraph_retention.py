@@ -1,0 +1,298 @@
+"""ReducingSaver(keep_checkpoints=K): only the K newest checkpoints of a thread stay, with
+their writes and blobs, on every saver it supports; the graph cannot tell the difference.
+
+One contract, run against InMemorySaver, SqliteSaver, AsyncSqliteSaver, PostgresSaver and
+AsyncPostgresSaver (the PostgreSQL ones skip without a server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph.message import add_messages
+
+from agentstate_reducer import ConfigError, MessageReducer, ReducerConfig
+from agentstate_reducer.langgraph import ReducingSaver
+
+TURNS = 12
+
+
+@dataclass
+class Backend:
+    """A saver, whether its graph runs under ``ainvoke``, and its rows for a thread."""
+
+    saver: BaseCheckpointSaver[Any]
+    is_async: bool
+    #: ``thread_id -> {"checkpoints": n, "writes": n, "blobs": n}``.
+    rows: Callable[[str], Any]
+
+
+def _memory_rows(saver: InMemorySaver) -> Callable[[str], Any]:
+    async def rows(thread_id: str) -> dict[str, int]:
+        return {
+            "checkpoints": sum(len(ns) for ns in saver.storage.get(thread_id, {}).values()),
+            "writes": sum(len(w) for k, w in saver.writes.items() if k[0] == thread_id),
+            "blobs": sum(1 for k in saver.blobs if k[0] == thread_id),
+        }
+
+    return rows
+
+
+def _sqlite_rows(conn: sqlite3.Connection) -> Callable[[str], Any]:
+    async def rows(thread_id: str) -> dict[str, int]:
+        one = "SELECT COUNT(*) FROM {} WHERE thread_id = ?"
+        return {
+            "checkpoints": conn.execute(one.format("checkpoints"), (thread_id,)).fetchone()[0],
+            "writes": conn.execute(one.format("writes"), (thread_id,)).fetchone()[0],
+            "blobs": 0,
+        }
+
+    return rows
+
+
+def _postgres_rows(conninfo: dict[str, Any]) -> Callable[[str], Any]:
+    import psycopg
+
+    async def rows(thread_id: str) -> dict[str, int]:
+        with psycopg.connect(**conninfo) as conn:
+            def count(table: str) -> int:
+                row = conn.execute(
+                    f"SELECT COUNT(*) AS n FROM {table} WHERE thread_id = %s", (thread_id,)
+                ).fetchone()
+                return int(row["n"])
+
+            return {"checkpoints": count("checkpoints"), "writes": count("checkpoint_writes"),
+                    "blobs": count("checkpoint_blobs")}
+
+    return rows
+
+
+@asynccontextmanager
+async def memory(request: Any) -> AsyncIterator[Backend]:
+    saver = InMemorySaver()
+    yield Backend(saver, False, _memory_rows(saver))
+
+
+@asynccontextmanager
+async def sqlite(request: Any) -> AsyncIterator[Backend]:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        yield Backend(saver, False, _sqlite_rows(conn))
+    finally:
+        conn.close()
+
+
+@asynccontextmanager
+async def async_sqlite(request: Any, tmp_path: Any) -> AsyncIterator[Backend]:
+    path = str(tmp_path / "checkpoints.sqlite")
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        await saver.setup()
+        conn = sqlite3.connect(path, check_same_thread=False)
+        try:
+            yield Backend(saver, True, _sqlite_rows(conn))
+        finally:
+            conn.close()
+
+
+@asynccontextmanager
+async def postgres(request: Any) -> AsyncIterator[Backend]:
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+
+    conninfo = request.getfixturevalue("postgres")
+    with Connection.connect(**conninfo) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        yield Backend(saver, False, _postgres_rows(conninfo))
+
+
+@asynccontextmanager
+async def async_postgres(request: Any) -> AsyncIterator[Backend]:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg import AsyncConnection
+
+    conninfo = request.getfixturevalue("postgres")
+    async with await AsyncConnection.connect(**conninfo) as conn:
+        saver = AsyncPostgresSaver(conn)
+        await saver.setup()
+        yield Backend(saver, True, _postgres_rows(conninfo))
+
+
+BACKENDS = ["memory", "sqlite", "async_sqlite", "postgres", "async_postgres"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_factory(
+    request: pytest.FixtureRequest, tmp_path: Any
+) -> Callable[[], AbstractAsyncContextManager[Backend]]:
+    name = request.param
+    if name == "memory":
+        return lambda: memory(request)
+    if name == "sqlite":
+        return lambda: sqlite(request)
+    if name == "async_sqlite":
+        return lambda: async_sqlite(request, tmp_path)
+    if name == "postgres":
+        return lambda: postgres(request)
+    return lambda: async_postgres(request)
+
+
+async def run(graph: Any, backend: Backend, payload: Any, config: Any) -> Any:
+    if backend.is_async:
+        return await graph.ainvoke(payload, config)
+    return await asyncio.to_thread(graph.invoke, payload, config)
+
+
+async def history(graph: Any, backend: Backend, config: Any) -> list[Any]:
+    if backend.is_async:
+        return [s async for s in graph.aget_state_history(config)]
+    return await asyncio.to_thread(lambda: list(graph.get_state_history(config)))
+
+
+def reducer() -> MessageReducer:
+    return MessageReducer(config=ReducerConfig(min_messages=6, max_messages=10))
+
+
+def config(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+@pytest.mark.parametrize("keep", [1, 3])
+async def test_only_the_newest_checkpoints_stay_and_the_graph_sees_no_difference(
+    backend_factory: Any, kit: Any, keep: int
+) -> None:
+    async with backend_factory() as backend:
+        kept = ReducingSaver(backend.saver, reducer(), keep_checkpoints=keep)
+        every = ReducingSaver(backend.saver, reducer())
+        graphs = {
+            "kept": kit.message_graph(kit.model(TURNS), add_messages, kept),
+            "every": kit.message_graph(kit.model(TURNS), add_messages, every),
+        }
+        rows_at: dict[str, list[dict[str, int]]] = {"kept": [], "every": []}
+        for turn in range(TURNS):
+            for name, graph in graphs.items():
+                result = await run(graph, backend, kit.turn_input(turn), config(name))
+                rows_at[name].append(await backend.rows(name))
+                kit.assert_tool_pairs(result["messages"][1:])
+        states = {name: await history(g, backend, config(name)) for name, g in graphs.items()}
+        # The same conversation either way: retention deletes only what nobody reads.
+        assert [m.content for m in states["kept"][0].values["messages"]] == [
+            m.content for m in states["every"][0].values["messages"]
+        ]
+        assert len(states["kept"]) == keep
+        steps = {name: [s.metadata["step"] for s in found] for name, found in states.items()}
+        assert steps["kept"] == steps["every"][:keep]
+        assert states["kept"][-1].parent_config is None
+        last = rows_at["kept"][-1]
+        assert last["checkpoints"] == keep
+        # Bounded: the rows stop growing once the window and retention are in place.
+        assert rows_at["kept"][-1] == rows_at["kept"][-4]
+        assert rows_at["every"][-1]["checkpoints"] > rows_at["every"][-4]["checkpoints"]
+        if rows_at["every"][-1]["blobs"]:
+            assert last["blobs"] < rows_at["every"][-1]["blobs"] / 4
+
+
+async def test_a_fork_from_a_kept_checkpoint_runs_and_history_shows_the_kept_ones(
+    backend_factory: Any, kit: Any
+) -> None:
+    async with backend_factory() as backend:
+        saver = ReducingSaver(backend.saver, reducer(), keep_checkpoints=4)
+        graph = kit.message_graph(kit.model(TURNS + 2), add_messages, saver)
+        for turn in range(6):
+            await run(graph, backend, kit.turn_input(turn), config("t"))
+        snapshots = await history(graph, backend, config("t"))
+        # An older kept checkpoint that ended a turn: its next step is a new user turn.
+        fork_from = next(s for s in snapshots[1:] if not s.next)
+        before = [m.id for m in fork_from.values["messages"]]
+        forked = await run(graph, backend, {"messages": [HumanMessage("fork", id="fork")]},
+                           fork_from.config)
+        assert [m.id for m in forked["messages"]][: len(before)] == before
+        assert "fork" in [m.id for m in forked["messages"]]
+        after = await history(graph, backend, config("t"))
+        assert len(after) == 4
+        # The saver stores the reduced list; the run returned its whole in-memory one.
+        stored = after[0].values["messages"]
+        assert stored == reducer().reduce(forked["messages"]).surviving
+        assert stored[-1] == forked["messages"][-1]
+
+
+async def test_other_threads_are_left_alone(backend_factory: Any, kit: Any) -> None:
+    async with backend_factory() as backend:
+        plain = kit.message_graph(kit.model(TURNS), add_messages, backend.saver)
+        kept = kit.message_graph(
+            kit.model(TURNS), add_messages,
+            ReducingSaver(backend.saver, reducer(), keep_checkpoints=1),
+        )
+        for turn in range(3):
+            await run(plain, backend, kit.turn_input(turn), config("other"))
+        before = await backend.rows("other")
+        for turn in range(3):
+            await run(kept, backend, kit.turn_input(turn), config("mine"))
+        assert await backend.rows("other") == before
+        assert (await backend.rows("mine"))["checkpoints"] == 1
+
+
+# -- which savers, and bad values -------------------------------------------------------------
+
+
+class PruningSaver(BaseCheckpointSaver[Any]):
+    """A saver retention knows nothing about, but with LangGraph's prune()."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = InMemorySaver()
+        self.pruned: list[tuple[list[str], str]] = []
+
+    def get_tuple(self, config: Any) -> Any:
+        return self.memory.get_tuple(config)
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        return self.memory.list(*args, **kwargs)
+
+    def put(self, *args: Any) -> Any:
+        return self.memory.put(*args)
+
+    def put_writes(self, *args: Any) -> None:
+        self.memory.put_writes(*args)
+
+    def prune(self, thread_ids: Any, *, strategy: str = "keep_latest") -> None:
+        self.pruned.append((list(thread_ids), strategy))
+
+
+class OpaqueSaver(BaseCheckpointSaver[Any]):
+    """No way to delete one checkpoint."""
+
+
+def test_a_saver_with_only_prune_serves_keep_checkpoints_1(kit: Any) -> None:
+    inner = PruningSaver()
+    graph = kit.message_graph(kit.model(2), add_messages,
+                              ReducingSaver(inner, reducer(), keep_checkpoints=1))
+    graph.invoke(kit.turn_input(0), config("t"))
+    assert inner.pruned and set(map(str, inner.pruned)) == {str((["t"], "keep_latest"))}
+    with pytest.raises(ConfigError, match="keep_checkpoints=2 is not supported for PruningSaver"):
+        ReducingSaver(inner, reducer(), keep_checkpoints=2)
+
+
+def test_unsupported_savers_and_bad_values_are_named() -> None:
+    with pytest.raises(ConfigError, match=r"for OpaqueSaver, .*; supported: InMemorySaver"):
+        ReducingSaver(OpaqueSaver(), reducer(), keep_checkpoints=3)
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(ConfigError, match=re.escape(
+            f"keep_checkpoints must be None or an int >= 1, got {bad!r}"
+        )):
+            ReducingSaver(InMemorySaver(), reducer(), keep_checkpoints=bad)  # type: ignore[arg-type]
+    assert ReducingSaver(InMemorySaver(), reducer()).keep_checkpoints is None
