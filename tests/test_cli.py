@@ -27,6 +27,8 @@ ENTRY_POINTS = {
 # The fixtures hold one conversation: a system prompt, then 15 messages (14 in the Anthropic
 # request, whose tool results share user messages). With these options the last three stay.
 SMALL = ["--max-messages", "8", "--min-messages", "4"]
+# trim keeps a leading system prompt by default; these tests measure the plain tail.
+TAIL_ONLY = ["--no-include-system"]
 LIST_SHAPES = ["list.json", "langchain_messages_to_dict.json", "langchain_dumpd.json"]
 
 
@@ -369,13 +371,15 @@ def test_trim_that_splits_a_pair_is_flagged() -> None:
     path = str(FIXTURES / "list.json")
     original = fixture("list.json")
     budget = str(sum(approximate_token_count(m) for m in original[12:]))
-    proc = run("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs")
+    proc = run("trim", path, "--max-tokens", budget, *TAIL_ONLY, "--no-keep-tool-pairs")
     assert proc.returncode == 3
     assert "message 12: tool result answers 'call_4'" in proc.stderr
     assert "[orphan-result]" in proc.stderr
-    text = run("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs", "--explain").stdout
+    text = run(
+        "trim", path, "--max-tokens", budget, *TAIL_ONLY, "--no-keep-tool-pairs", "--explain"
+    ).stdout
     assert "openai rules, output: 1 problem\n  message 12: " in text
-    assert run("trim", path, "--max-tokens", budget).stderr == ""
+    assert run("trim", path, "--max-tokens", budget, *TAIL_ONLY).stderr == ""
 
 
 # -- --out ----------------------------------------------------------------------------
@@ -505,9 +509,10 @@ def test_missing_file() -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--min-messages", "30"], "min_messages (30) must be <= max_messages (20)"),
-        (["--target-tokens", "10"], "needs max_tokens"),
-        (["--max-tokens", "10", "--target-tokens", "20"], "must be <= max_tokens"),
+        (["--min-messages", "30"], "--min-messages (30) must be <= --max-messages (20)"),
+        (["--target-tokens", "10"], "--target-tokens=10 needs --max-tokens"),
+        (["--max-tokens", "10", "--target-tokens", "20"], "must be <= --max-tokens (10)"),
+        (["--start-on", "ai"], "only start the kept tail on a human turn"),
         (["--max-messages", "-1"], "expected a number >= 0"),
         (["--counter", "words"], "not in the model registry; known families: gpt-5"),
     ],
@@ -515,6 +520,67 @@ def test_missing_file() -> None:
 def test_bad_options_exit_2(args: list[str], expected: str) -> None:
     err = fail("reduce", str(FIXTURES / "list.json"), *args, status=2)
     assert expected in err
+    assert "_messages" not in err and "_tokens" not in err  # flags, not ReducerConfig fields
+
+
+def test_max_messages_alone_derives_min_messages() -> None:
+    text = ok("reduce", str(FIXTURES / "list.json"), "--max-messages", "4", "--explain")
+    assert "count mode: prune above 4 messages, keep the last 2" in text
+    assert "count mode: prune above 20 messages, keep the last 10" in ok(
+        "reduce", str(FIXTURES / "list.json"), "--explain"
+    )
+    assert "half of --max-messages" in ok("reduce", "--help")
+
+
+def test_token_mode_wins_over_count_flags_with_a_warning() -> None:
+    proc = run("reduce", str(FIXTURES / "list.json"), "--max-tokens", "100",
+               "--max-messages", "4")
+    assert proc.returncode == 0
+    assert "warning: --max-tokens and --max-messages both given: token mode wins" in proc.stderr
+    alone = run("reduce", str(FIXTURES / "list.json"), "--max-tokens", "100")
+    assert alone.stderr == "" and alone.stdout == proc.stdout
+
+
+@pytest.mark.parametrize("alias", ["user", "human", "HumanMessage"])
+def test_start_on_takes_role_aliases_in_every_command(alias: str) -> None:
+    path = str(FIXTURES / "list.json")
+    assert ok("reduce", path, *SMALL, "--start-on", alias) == ok(
+        "reduce", path, *SMALL, "--start-on", "human"
+    )
+    assert ok("trim", path, "--max-tokens", "120", "--start-on", alias) == ok(
+        "trim", path, "--max-tokens", "120", "--start-on", "human"
+    )
+
+
+def long_history(tmp_path: Path, n: int) -> str:
+    path = tmp_path / "long.json"
+    roles = ["user", "assistant"]
+    path.write_text(json.dumps([{"role": "system", "content": "be brief"}] + [
+        {"role": roles[i % 2], "content": f"message {i}"} for i in range(1, n)
+    ]))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [["reduce", "--max-messages", "20"], ["trim", "--max-tokens",
+                                                                          "100"]])
+def test_explain_on_a_long_input_shows_a_head_a_tail_and_a_summary(
+    tmp_path: Path, command: list[str]
+) -> None:
+    path = long_history(tmp_path, 100)
+    name, *options = command
+    text = ok(name, path, *options, "--explain")
+    rows = explain_rows(text)
+    assert list(rows)[:10] == [str(i) for i in range(10)]
+    assert list(rows)[-20:] == [str(i) for i in range(80, 100)]
+    hidden = re.search(r"… 70 more messages \((\d+) (pruned|trimmed)(?:, (\d+) kept)?\); "
+                       r"--all shows every one", text)
+    assert hidden is not None, text
+    assert int(hidden[1]) + int(hidden[3] or 0) == 70
+    assert list(explain_rows(ok(name, path, *options, "--explain", "--all"))) == [
+        str(i) for i in range(100)
+    ]
+    short = long_history(tmp_path, 40)
+    assert len(explain_rows(ok(name, short, *options, "--explain"))) == 40
 
 
 # -- trim ----------------------------------------------------------------------------
@@ -530,7 +596,7 @@ def longest_tail(messages: list[Any], budget: int) -> list[Any]:
 
 def test_trim_keeps_the_longest_tail_within_budget() -> None:
     original = fixture("list.json")
-    out = json.loads(ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120"))
+    out = json.loads(ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120", *TAIL_ONLY))
     assert out == longest_tail(original, 120)
     assert 3 <= len(out) < len(original)
 
@@ -538,7 +604,7 @@ def test_trim_keeps_the_longest_tail_within_budget() -> None:
 @pytest.mark.parametrize("name", ["transcript.jsonl", "langchain_dumpd.json", "wrapped.json"])
 def test_trim_writes_the_shape_it_read(name: str) -> None:
     path = str(FIXTURES / name)
-    out = ok("trim", path, "--max-tokens", "120")
+    out = ok("trim", path, "--max-tokens", "120", *TAIL_ONLY)
     if name.endswith(".jsonl"):
         lines = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
         messages = [json.loads(line) for line in lines]
@@ -562,13 +628,25 @@ def test_trim_anthropic_include_system_and_start_on() -> None:
     assert out["messages"][0]["role"] == "user"
 
 
+def test_trim_keeps_a_requests_system_prompt_by_default() -> None:
+    for name in ("anthropic_request.json", "openai_request.json"):
+        path = str(FIXTURES / name)
+        out = json.loads(ok("trim", path, "--max-tokens", "60"))
+        assert out == json.loads(ok("trim", path, "--max-tokens", "60", "--include-system"))
+        assert ("system" in out) if name.startswith("anthropic") else (
+            out["messages"][0]["role"] == "system")
+    assert "include_system" in ok("trim", path, "--max-tokens", "60", "--explain")
+    # --strategy first keeps the start anyway, and include_system does not apply to it.
+    ok("trim", path, "--max-tokens", "60", "--strategy", "first")
+
+
 def test_trim_without_include_system_drops_the_anthropic_system() -> None:
     path = str(FIXTURES / "anthropic_request.json")
-    out = json.loads(ok("trim", path, "--max-tokens", "60"))
+    out = json.loads(ok("trim", path, "--max-tokens", "60", "--no-include-system"))
     assert "system" not in out
     # start_on human is the default for an Anthropic request.
     assert out["messages"] == fixture("anthropic_request.json")["messages"][-2:]
-    proc = run("trim", path, "--max-tokens", "60", "--start-on", "none")
+    proc = run("trim", path, "--max-tokens", "60", "--no-include-system", "--start-on", "none")
     assert proc.returncode == 3
     assert json.loads(proc.stdout)["messages"] == fixture("anthropic_request.json")["messages"][-3:]
 
@@ -578,8 +656,10 @@ def test_trim_keeps_tool_pairs_unless_told_not_to() -> None:
     original = fixture("list.json")
     # A budget that reaches back to the tool result at 12 but not to its call at 11.
     budget = str(sum(approximate_token_count(m) for m in original[12:]))
-    assert json.loads(ok("trim", path, "--max-tokens", budget)) == original[13:]
-    split = json.loads(run("trim", path, "--max-tokens", budget, "--no-keep-tool-pairs").stdout)
+    assert json.loads(ok("trim", path, "--max-tokens", budget, *TAIL_ONLY)) == original[13:]
+    split = json.loads(
+        run("trim", path, "--max-tokens", budget, *TAIL_ONLY, "--no-keep-tool-pairs").stdout
+    )
     assert split == original[12:]
     assert split[0]["role"] == "tool"
 
@@ -615,7 +695,7 @@ def test_trim_allow_partial_keeps_the_end_of_the_edge_message(tmp_path: Path) ->
 
 
 def test_trim_explain_table() -> None:
-    text = ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120", "--explain")
+    text = ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120", *TAIL_ONLY, "--explain")
     rows = explain_rows(text)
     tail = longest_tail(fixture("list.json"), 120)
     n = len(tail)
@@ -628,7 +708,7 @@ def test_trim_explain_table() -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--max-tokens", "50", "--strategy", "first", "--include-system"], "include_system"),
+        (["--max-tokens", "50", "--strategy", "first", "--include-system"], "--include-system"),
         (["--max-tokens", "50", "--start-on", "nobody"], "'nobody'"),
         (["--max-tokens", "50", "--end-on", "robot"], "'robot'"),
         ([], "--max-tokens"),

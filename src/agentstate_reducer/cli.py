@@ -54,6 +54,8 @@ _EXPECTED = (
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
 #: The columns of ``count``: the heuristic, then each exact encoding.
 _COUNTERS = ("approximate", "o200k_base", "cl100k_base")
+#: ``--max-messages`` when not given: ReducerConfig's default.
+_MAX_MESSAGES = 20
 
 
 class _InputError(Exception):
@@ -371,6 +373,28 @@ def _table(headers: Sequence[str], rows: list[list[str]], right: set[int]) -> li
     return out
 
 
+#: ``--explain`` shows every row up to this many messages, else a head, a tail and a summary.
+_EXPLAIN_ROWS = 40
+_HEAD, _TAIL = 10, 20
+
+
+def _elide(table: list[str], results: list[str], show_all: bool) -> list[str]:
+    """``table`` (a header, then one line per message), cut to a head and a tail when long."""
+    if show_all or len(results) <= _EXPLAIN_ROWS:
+        return table
+    header, lines = table[0], table[1:]
+    hidden = results[_HEAD : len(results) - _TAIL]
+    tally = ", ".join(
+        f"{hidden.count(kind)} {kind}" for kind in dict.fromkeys(hidden)
+    )
+    return [
+        header,
+        *lines[:_HEAD],
+        f"   … {_plural(len(hidden), 'more message')} ({tally}); --all shows every one",
+        *lines[len(lines) - _TAIL :],
+    ]
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -433,6 +457,7 @@ def _explain(
     config: ReducerConfig,
     counter: str,
     start_on_default: bool = False,
+    show_all: bool = False,
 ) -> list[str]:
     gone = set(plan.pruned)
     rows = []
@@ -445,11 +470,12 @@ def _explain(
     n = len(transcript.messages)
     before = sum(counts)
     after = before - sum(counts[i] for i in gone)
+    table = _table(("#", "role", "tokens", "result", "why", "content"), rows, {0, 2})
     return [
         f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
         _describe_config(config, counter, start_on_default),
         "",
-        *_table(("#", "role", "tokens", "result", "why", "content"), rows, {0, 2}),
+        *_elide(table, [r[3] for r in rows], show_all),
         "",
         *_totals(n, before, n - len(gone), after, f"{len(gone)} pruned"),
         *_over(plan, config),
@@ -493,10 +519,21 @@ def _totals(n: int, before: int, kept: int, after: int, note: str) -> list[str]:
 
 def _cmd_reduce(args: argparse.Namespace) -> int:
     _counter(args.counter)  # fail early, with the install hint, when it is missing
+    if args.max_tokens is not None and (
+        args.max_messages is not None or args.min_messages is not None
+    ):
+        given = " and ".join(
+            flag for flag, value in (("--max-messages", args.max_messages),
+                                     ("--min-messages", args.min_messages)) if value is not None
+        )
+        print(f"{args.prog}: warning: --max-tokens and {given} both given: token mode wins, "
+              f"{given} {'is' if ' and ' not in given else 'are'} ignored", file=sys.stderr)
+    max_messages = _MAX_MESSAGES if args.max_messages is None else args.max_messages
+    min_messages = max_messages // 2 if args.min_messages is None else args.min_messages
     try:
         config = ReducerConfig(
-            min_messages=args.min_messages,
-            max_messages=args.max_messages,
+            min_messages=min_messages,
+            max_messages=max_messages,
             max_tokens=args.max_tokens,
             target_tokens=args.target_tokens,
             token_counter=args.counter,
@@ -506,7 +543,7 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
             dedupe_on_prune=False,
         )
     except ConfigError as exc:
-        raise _UsageError(str(exc)) from exc
+        raise _UsageError(_as_flags(str(exc))) from exc
     transcript = load(args.file)
     # Anthropic rejects a conversation opening with the assistant: start on a human
     # message unless told otherwise.
@@ -522,7 +559,9 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
     surviving = [transcript.messages[i] for i in origin]
     if args.explain:
         counts = reducer.count_tokens(transcript.messages)
-        lines = _explain(transcript, plan, counts, config, args.counter, start_on_default)
+        lines = _explain(
+            transcript, plan, counts, config, args.counter, start_on_default, args.all
+        )
         print("\n".join(lines))
     return _finish(args, transcript, surviving, origin)
 
@@ -629,6 +668,9 @@ def _describe_trim(args: argparse.Namespace) -> str:
 
 def _cmd_trim(args: argparse.Namespace) -> int:
     counter = _counter(args.counter)
+    if args.include_system is None:
+        # trim_messages refuses include_system with "first", which keeps the start anyway.
+        args.include_system = args.strategy == "last"
     transcript = load(args.file)
     if args.start_on is None and (args.provider or transcript.provider) == "anthropic":
         if args.strategy == "last":
@@ -650,7 +692,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
             keep_tool_pairs=args.keep_tool_pairs,
         )
     except ConfigError as exc:
-        raise _UsageError(str(exc)) from exc
+        raise _UsageError(_as_flags(str(exc))) from exc
     status, partial = _trim_status(transcript, kept, args.strategy)
     if args.explain:
         print("\n".join(_explain_trim(transcript, kept, counter, args, status, partial)))
@@ -680,11 +722,12 @@ def _explain_trim(
     n = len(transcript.messages)
     before = sum(counts)
     after = sum(int(counter(m)) for m in kept)
+    table = _table(("#", "role", "tokens", "result", "content"), rows, {0, 2})
     return [
         f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
         _describe_trim(args),
         "",
-        *_table(("#", "role", "tokens", "result", "content"), rows, {0, 2}),
+        *_elide(table, status, args.all),
         "",
         *_totals(
             n, before, len(kept), after,
@@ -738,6 +781,31 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _human_role(text: str) -> str:
+    role = _role(text)
+    if role not in (HUMAN, "none"):
+        raise argparse.ArgumentTypeError(
+            f"reduce can only start the kept tail on a human turn (human, or an alias such as "
+            f"user) or none, got {text!r}"
+        )
+    return role
+
+
+# The options' names in error messages of ReducerConfig and trim_messages, as flags.
+_FLAGS = re.compile(
+    r"\b(min_messages|max_messages|max_tokens|target_tokens|start_on|end_on|include_system|"
+    r"allow_partial|keep_tool_pairs|token_counter|strategy)\b"
+)
+_FLAG_NAMES = {"token_counter": "--counter"}
+
+
+def _as_flags(message: str) -> str:
+    """``message`` with option names spelled as the flags that set them."""
+    return _FLAGS.sub(
+        lambda m: _FLAG_NAMES.get(m[1], "--" + m[1].replace("_", "-")), message
+    )
+
+
 def _role(text: str) -> str:
     if text == "none":
         return text
@@ -771,10 +839,13 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     )
     reduce.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
     count = reduce.add_argument_group("count mode (the default)")
-    count.add_argument("--max-messages", type=_non_negative, default=20, metavar="N",
-                       help="prune when there are more than N messages (default: 20)")
-    count.add_argument("--min-messages", type=_non_negative, default=10, metavar="N",
-                       help="messages to keep after a prune (default: 10)")
+    count.add_argument("--max-messages", type=_non_negative, metavar="N",
+                       help=f"prune when there are more than N messages (default: "
+                            f"{_MAX_MESSAGES})")
+    count.add_argument("--min-messages", type=_non_negative, metavar="N",
+                       help="messages to keep after a prune (default: half of --max-messages, "
+                            f"rounded down: {_MAX_MESSAGES // 2} for the default "
+                            f"{_MAX_MESSAGES}, as in ReducerConfig)")
     tokens = reduce.add_argument_group("token mode (when --max-tokens is given)")
     tokens.add_argument("--max-tokens", type=_non_negative, metavar="N",
                         help="prune when the total exceeds N tokens")
@@ -786,9 +857,10 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                        help="allow the first message (usually the system prompt) to be pruned")
     rules.add_argument("--no-cascade", dest="cascade", action="store_false",
                        help="do not prune the tool results of a pruned tool call")
-    rules.add_argument("--start-on", choices=("human", "none"),
-                       help="human: the kept tail starts on a human message (the default for "
-                            "an Anthropic request); none: wherever the window ends")
+    rules.add_argument("--start-on", type=_human_role, metavar="ROLE",
+                       help="human (or an alias such as user): the kept tail starts on a human "
+                            "message (the default for an Anthropic request); none: wherever "
+                            "the window ends")
     _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
                         "messages (with --out, the file is written too)")
     reduce.set_defaults(run=_cmd_reduce)
@@ -810,8 +882,13 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     how = trim.add_argument_group("what to keep")
     how.add_argument("--strategy", choices=("last", "first"), default="last",
                      help="keep the end (default) or the start of the conversation")
-    how.add_argument("--include-system", action="store_true",
-                     help="with --strategy last, always keep a leading system message")
+    system = how.add_mutually_exclusive_group()
+    system.add_argument("--include-system", dest="include_system", action="store_true",
+                        default=None,
+                        help="always keep a leading system message (the default with "
+                             "--strategy last: a request keeps its system prompt)")
+    system.add_argument("--no-include-system", dest="include_system", action="store_false",
+                        help="let the budget cut a leading system message like any other")
     how.add_argument("--start-on", action="append", type=_role, metavar="ROLE",
                      help="with --strategy last, drop leading messages until one of this role "
                           "(human, ai, tool, system; may be repeated; default: human for an "
@@ -863,6 +940,10 @@ def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:
                         help="write here (atomically: a temporary file, then a rename) "
                              "instead of standard output")
     output.add_argument("--explain", action="store_true", help=explain_help)
+    output.add_argument("--all", action="store_true",
+                        help=f"with --explain, a row for every message (default: above "
+                             f"{_EXPLAIN_ROWS} messages, the first {_HEAD}, the last {_TAIL} "
+                             "and a count of the others)")
     output.add_argument("--provider", choices=("openai", "anthropic"),
                         help="whose API rules to check the input and output against "
                              "(default: anthropic for an Anthropic request, else openai)")
