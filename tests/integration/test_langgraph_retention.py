@@ -26,7 +26,7 @@ from langgraph.graph.message import add_messages
 from agentstate_reducer import ConfigError, MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph import ReducingSaver
 
-TURNS = 12
+TURNS = 8
 
 
 @dataclass
