@@ -2,7 +2,9 @@
 
 One strategy per saver family, each deleting through the saver's own connection and
 lock, in one transaction: the checkpoints older than the K newest, their writes, and
-(where values live apart from checkpoints) the blobs no kept checkpoint can reach.
+(where values live apart from checkpoints) the blobs no kept checkpoint can reach; after a
+root checkpoint, also the namespaces of subgraph calls that finished before the oldest
+kept root checkpoint.
 Checkpoint ids are uuid6, ordered by time, which is how LangGraph itself finds the
 latest checkpoint; so "the K newest" are the K last written, forks included.
 
@@ -36,6 +38,12 @@ SUPPORTED = (
 )
 
 _T = TypeVar("_T")
+
+
+def _is_call(checkpoint_ns: str) -> bool:
+    # A subgraph call's namespace names its task after a ":" ("node:<task id>"), unlike a
+    # subgraph compiled with checkpointer=True, whose state outlives each call.
+    return ":" in checkpoint_ns
 
 
 class Retention(Protocol):
@@ -81,6 +89,20 @@ class _InMemory:
                         saver.blobs.pop((thread_id, checkpoint_ns, channel, version), None)
                 del stored[checkpoint_id]
                 saver.writes.pop((thread_id, checkpoint_ns, checkpoint_id), None)
+            if checkpoint_ns == "" and namespaces is not None:
+                self._drop_finished_calls(thread_id, namespaces, min(stored))
+
+    def _drop_finished_calls(
+        self, thread_id: str, namespaces: dict[str, Any], oldest_root: str
+    ) -> None:
+        for ns in [ns for ns in namespaces if _is_call(ns)]:
+            stored = namespaces[ns]
+            if stored and max(stored) < oldest_root:
+                for checkpoint_id in list(stored):
+                    for channel, version in self._versions(stored, checkpoint_id).items():
+                        self.saver.blobs.pop((thread_id, ns, channel, version), None)
+                    self.saver.writes.pop((thread_id, ns, checkpoint_id), None)
+                del namespaces[ns]
 
     async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
         self.keep_latest(thread_id, checkpoint_ns, keep)
@@ -107,13 +129,30 @@ _SQLITE_UNPARENT = (
 )
 
 
+# Namespaces of finished subgraph calls: newest checkpoint older than every kept root one.
+_SQLITE_FINISHED_CALLS = (
+    "SELECT checkpoint_ns FROM checkpoints WHERE thread_id = ? AND checkpoint_ns LIKE '%:%' "
+    "GROUP BY checkpoint_ns HAVING MAX(checkpoint_id) < (SELECT MIN(checkpoint_id) FROM "
+    "checkpoints WHERE thread_id = ? AND checkpoint_ns = '')"
+)
+
+
 def _sqlite(thread_id: str, checkpoint_ns: str, keep: int) -> list[tuple[str, tuple[Any, ...]]]:
     cut = (thread_id, checkpoint_ns, thread_id, checkpoint_ns, keep - 1)
-    return [
+    statements: list[tuple[str, tuple[Any, ...]]] = [
         (_SQLITE_WRITES, cut),
         (_SQLITE_CHECKPOINTS, cut),
         (_SQLITE_UNPARENT, (thread_id, checkpoint_ns, thread_id, checkpoint_ns)),
     ]
+    if checkpoint_ns == "":
+        calls = (thread_id, thread_id, thread_id)
+        for table in ("writes", "checkpoints"):
+            statements.append((
+                f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns IN "
+                f"({_SQLITE_FINISHED_CALLS})",
+                calls,
+            ))
+    return statements
 
 
 class _Sqlite:
@@ -153,7 +192,7 @@ _PG_CUTOFF = (
     "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
     "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET %(offset)s)"
 )
-_POSTGRES = (
+_POSTGRES_NAMESPACE = (
     "DELETE FROM checkpoint_writes WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
     f"AND checkpoint_id < {_PG_CUTOFF}",
     "DELETE FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
@@ -170,6 +209,22 @@ _POSTGRES = (
 )
 
 
+_PG_FINISHED_CALLS = (
+    "SELECT checkpoint_ns FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns LIKE "
+    "'%%:%%' GROUP BY checkpoint_ns HAVING MAX(checkpoint_id) < (SELECT MIN(checkpoint_id) "
+    "FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = '')"
+)
+# Blobs and writes first: the namespaces are found through their checkpoints.
+_POSTGRES_ROOT = _POSTGRES_NAMESPACE + tuple(
+    f"DELETE FROM {table} WHERE thread_id = %(t)s AND checkpoint_ns IN ({_PG_FINISHED_CALLS})"
+    for table in ("checkpoint_blobs", "checkpoint_writes", "checkpoints")
+)
+
+
+def _postgres(checkpoint_ns: str) -> tuple[str, ...]:
+    return _POSTGRES_ROOT if checkpoint_ns == "" else _POSTGRES_NAMESPACE
+
+
 class _Postgres:
     """``PostgresSaver``: its connection (or pool) and lock, in one transaction."""
 
@@ -179,7 +234,7 @@ class _Postgres:
     def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
         params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1}
         with self.saver._cursor() as cur, cur.connection.transaction():
-            for sql in _POSTGRES:
+            for sql in _postgres(checkpoint_ns):
                 cur.execute(sql, params)
 
     async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
@@ -198,7 +253,7 @@ class _AsyncPostgres:
     async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
         params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1}
         async with self.saver._cursor() as cur, cur.connection.transaction():
-            for sql in _POSTGRES:
+            for sql in _postgres(checkpoint_ns):
                 await cur.execute(sql, params)
 
 
