@@ -307,12 +307,24 @@ def id_key(ident: object) -> str | None:
     return id_key(str(ident))
 
 
+def _canonical(value: Any) -> Any:
+    """``value`` with every tagged dict's items in key order, as sort_keys orders the rest."""
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get(TAG) == "dict" and isinstance(value.get("items"), list):
+        items = [_canonical(item) for item in value["items"]]
+        return {**value, "items": sorted(items, key=lambda item: _dumps(item, canonical=True))}
+    return {k: _canonical(v) for k, v in value.items()}
+
+
 def message_key(message: object, kind: str, text: str) -> str:
     """The dedupe key: the message id (see :func:`id_key`), or a digest of its JSON."""
     key = id_key(raw_message_id(message))
     if key is not None:
         return key
-    canonical = _dumps(json.loads(text), canonical=True)
+    canonical = _dumps(_canonical(json.loads(text)), canonical=True)
     return f"sha256:{hashlib.sha256(f'{kind}:{canonical}'.encode()).hexdigest()}"
 
 
