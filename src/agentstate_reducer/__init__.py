@@ -4,12 +4,15 @@ from __future__ import annotations
 
 __all__ = (
     "Background",
+    "ClearToolResults",
     "ConfigError",
     "ConfigTypeError",
+    "ContextEdit",
     "DEFAULT_NAMESPACE_KEY",
     "InvalidHistoryError",
     "MessageFormatError",
     "MessageReducer",
+    "Offload",
     "OutboxError",
     "Problem",
     "ReducerConfig",
@@ -27,6 +30,7 @@ __all__ = (
 )
 
 from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
+from .edit import ClearToolResults, ContextEdit, Offload
 from .errors import (
     ConfigError,
     ConfigTypeError,

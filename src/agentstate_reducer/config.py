@@ -6,6 +6,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .edit import ContextEdit, EditOption, check_edits
 from .errors import ConfigError
 from .tokens import check_token_counter
 
@@ -80,6 +81,9 @@ class ReducerConfig:
     #: Messages never pruned: ``callable(message) -> bool`` or a collection of ids. In
     #: token mode their tokens are budgeted like the preserved first message's.
     pin: PinLike | None = None
+    #: Context editing run before the plan: at most one
+    #: :class:`~agentstate_reducer.ClearToolResults` and one :class:`~agentstate_reducer.Offload`.
+    context_edits: Sequence[EditOption] = ()
 
     def __post_init__(self) -> None:
         _check_count("min_messages", self.min_messages, allow_none=False)
@@ -144,6 +148,7 @@ class ReducerConfig:
             object.__setattr__(self, "pin", frozenset(pin))
         if self.start_on not in _START_ON:
             raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
+        object.__setattr__(self, "context_edits", check_edits(self.context_edits))
 
     @property
     def token_mode(self) -> bool:
@@ -170,3 +175,6 @@ class ReducerResult:
     #: ``inject_summary`` nothing was pruned then, unless keeping it all would have
     #: passed the hard limit (see docs/summaries.md).
     summary_failed: bool = False
+    #: The parts context editing replaced, in message order (``index`` is into
+    #: ``existing + new``); the edited copies are in ``surviving`` (or ``pruned``).
+    edited: tuple[ContextEdit, ...] = ()

@@ -28,14 +28,17 @@ __all__ = (
     "INJECTED_KEY",
     "MEDIA_PART",
     "OTHER_PART",
+    "PACKAGE_NOTE",
     "PRUNABLE_ROLES",
     "SUMMARY_ACK_KIND",
     "SUMMARY_KIND",
     "SYSTEM",
     "TEXT_PART",
     "TOOL",
+    "TOOL_ARGS_PART",
     "TOOL_RESULT_PART",
     "TOOL_USE_PART",
+    "EditablePart",
     "MessageParts",
     "MessageView",
     "PlainExtras",
@@ -45,17 +48,21 @@ __all__ = (
     "injected_kind",
     "is_injected",
     "is_summary",
+    "editable_parts",
     "message_content",
     "message_id",
     "message_parts",
     "message_state",
     "normalize_role",
+    "package_note",
+    "part_text",
     "raw_message_id",
     "read_message",
     "read_messages",
     "read_plain",
     "summary_covers",
     "with_content",
+    "with_parts",
 )
 
 HUMAN = "human"
@@ -825,3 +832,189 @@ def summary_covers(message: object) -> int:
     if isinstance(covers, bool) or not isinstance(covers, int) or covers < 0:
         return 0
     return covers
+# -- parts that context editing may rewrite ------------------------------------------
+
+#: Kind of :class:`EditablePart` holding a tool call's arguments.
+TOOL_ARGS_PART = "tool_args"
+#: Where the package's own note on a copy it made lives (a dict key, or an
+#: ``additional_kwargs`` key on a message object): the key injected messages carry too.
+#: An edit's note holds ``"edit"``, never the ``"kind"`` of an injected message.
+PACKAGE_NOTE = INJECTED_KEY
+
+
+class EditablePart(NamedTuple):
+    """One part of a message that context editing may replace, and where it sits."""
+
+    #: The path from the message's fields to the part, e.g. ``("content",)``,
+    #: ``("content", 2, "content")`` (a ``tool_result`` block), ``("tool_calls", 0, "args")``.
+    path: tuple[str | int, ...]
+    #: :data:`TOOL_RESULT_PART`, :data:`TEXT_PART` or :data:`TOOL_ARGS_PART`.
+    kind: str
+    #: The call a tool result answers, or the call whose arguments these are.
+    call_id: str | None
+    #: The tool's name where the message says it (tool calls, a ``ToolMessage.name``).
+    tool: str | None
+    #: The raw value at ``path``.
+    value: Any
+
+
+def _block_parts(content: list[Any] | tuple[Any, ...], out: list[EditablePart]) -> None:
+    for i, block in enumerate(content):
+        if isinstance(block, str):
+            out.append(EditablePart(("content", i), TEXT_PART, None, None, block))
+        elif isinstance(block, Mapping):
+            kind = block.get("type")
+            if kind in _TEXT_BLOCKS and isinstance(block.get("text"), str):
+                text = block["text"]
+                out.append(EditablePart(("content", i, "text"), TEXT_PART, None, None, text))
+            elif kind == "tool_result" and "content" in block:
+                ident = _as_id(block.get("tool_use_id"))
+                part = EditablePart(
+                    ("content", i, "content"), TOOL_RESULT_PART, ident, None, block["content"]
+                )
+                out.append(part)
+            elif kind in _CALL_BLOCKS:
+                key = "input" if "input" in block else "args"
+                name = block.get("name")
+                out.append(
+                    EditablePart(
+                        ("content", i, key),
+                        TOOL_ARGS_PART,
+                        _as_id(block.get("id")),
+                        name if isinstance(name, str) else None,
+                        block.get(key),
+                    )
+                )
+
+
+def _call_parts(fields: Any, prefix: tuple[str, ...], out: list[EditablePart]) -> None:
+    calls = _get(fields, "tool_calls")
+    if not isinstance(calls, (list, tuple)):
+        return
+    for j, call in enumerate(calls):
+        if not isinstance(call, Mapping):
+            continue
+        function = call.get("function")
+        path: tuple[str | int, ...]
+        if isinstance(function, Mapping):  # OpenAI: {"id", "function": {"name", "arguments"}}
+            name, value = function.get("name"), function.get("arguments")
+            path = (*prefix, "tool_calls", j, "function", "arguments")
+        else:  # LangChain: {"id", "name", "args"}
+            name, value = call.get("name"), call.get("args")
+            path = (*prefix, "tool_calls", j, "args")
+        tool = name if isinstance(name, str) else None
+        out.append(EditablePart(path, TOOL_ARGS_PART, _as_id(call.get("id")), tool, value))
+
+
+def editable_parts(message: object, index: int = 0) -> tuple[EditablePart, ...]:
+    """The parts of a message that context editing may replace, in order.
+
+    A tool message's whole content is one :data:`TOOL_RESULT_PART`; a ``tool_result``
+    block's content is one; text content (a string, text blocks) gives
+    :data:`TEXT_PART`; tool-call arguments (``tool_calls``, ``additional_kwargs``
+    and ``tool_use``/``tool_call`` blocks, each copy of a call) give
+    :data:`TOOL_ARGS_PART`. Write changed values back with :func:`with_parts`.
+
+    Raises:
+        MessageFormatError: the message cannot be read; the error names ``index``.
+    """
+    view = read_message(message, index)
+    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    out: list[EditablePart] = []
+    content = _get(fields, "content")
+    if view.role == TOOL:
+        name = _get(fields, "name")
+        call = view.answers[0] if view.answers else None
+        tool = name if isinstance(name, str) and name else None
+        out.append(EditablePart(("content",), TOOL_RESULT_PART, call, tool, content))
+    elif isinstance(content, str):
+        out.append(EditablePart(("content",), TEXT_PART, None, None, content))
+    elif isinstance(content, (list, tuple)):
+        _block_parts(content, out)
+    if view.role == AI:
+        _call_parts(fields, (), out)
+        extra = None if isinstance(fields, Mapping) else getattr(fields, "additional_kwargs", None)
+        if isinstance(extra, Mapping):
+            _call_parts(extra, ("additional_kwargs",), out)
+    return tuple(out)
+
+
+def _set_path(root: Any, path: tuple[str | int, ...], value: object) -> None:
+    node = root
+    step: Any
+    for step in path[:-1]:
+        node = node[step] if isinstance(node, (Mapping, list)) else getattr(node, str(step))
+    last: Any = path[-1]
+    if isinstance(node, (dict, list)):
+        node[last] = value
+    else:
+        setattr(node, str(last), value)
+
+
+def _thaw(value: Any) -> Any:
+    """Tuples in a copied message become lists, so a path through them can be written."""
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, list):
+        return [_thaw(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    return value
+
+
+def with_parts(
+    message: _M,
+    values: Mapping[tuple[str | int, ...], object],
+    *,
+    note: Mapping[str, Any] | None = None,
+) -> _M:
+    """A deep copy of ``message`` (same shape and class) with each path set to its value.
+
+    Paths are those of :func:`editable_parts` (``("id",)`` sets the id). ``note``, when
+    given, is recorded on the copy under :data:`PACKAGE_NOTE` (a key of a dict
+    message's fields, or of a message object's ``additional_kwargs``) and read back by
+    :func:`package_note`. Neither ``message`` nor the values are ever mutated.
+    """
+    copied: Any = copy.deepcopy(message)
+    fields: Any = _payload(copied)[0] if isinstance(copied, Mapping) else copied
+    for path, value in values.items():
+        top = path[0]
+        if len(path) > 1:
+            current = _get(fields, str(top))
+            thawed = _thaw(current)
+            if thawed is not current:
+                if isinstance(fields, dict):
+                    fields[top] = thawed
+                else:
+                    setattr(fields, str(top), thawed)
+        _set_path(fields, path, copy.deepcopy(value))
+    if note is not None:
+        if isinstance(fields, dict):
+            fields[PACKAGE_NOTE] = dict(note)
+        else:
+            extra = getattr(fields, "additional_kwargs", None)
+            if isinstance(extra, dict):
+                extra[PACKAGE_NOTE] = dict(note)
+            else:
+                setattr(fields, PACKAGE_NOTE, dict(note))
+    return copied  # type: ignore[no-any-return]
+
+
+def package_note(message: object) -> Mapping[str, Any] | None:
+    """The note :func:`with_parts` recorded on a copy, or ``None``."""
+    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    found = _get(fields, PACKAGE_NOTE)
+    if found is None and not isinstance(fields, Mapping):
+        extra = getattr(fields, "additional_kwargs", None)
+        if isinstance(extra, Mapping):
+            found = extra.get(PACKAGE_NOTE)
+    return found if isinstance(found, Mapping) else None
+
+
+def part_text(value: object) -> str:
+    """The text a part's value carries (text blocks joined by newlines; never a repr)."""
+    if isinstance(value, str):
+        return value
+    parts = _PartsBuilder()
+    parts.content(value)
+    return "\n".join(parts.texts)

@@ -21,6 +21,7 @@ from .config import (
     SummaryFactory,
     TokenCounterLike,
 )
+from .edit import ContextEdit, EditOption, edit_messages
 from .errors import MessageFormatError, OutboxError
 from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
 from .messages import MessageView, is_injected, is_merge_update, message_id, read_messages
@@ -225,6 +226,7 @@ class MessageReducer:
     dedupe_window: _Setting[int] = _Setting()
     start_on: _Setting[str | None] = _Setting()
     pin: _Setting[PinLike | None] = _Setting()
+    context_edits: _Setting[tuple[EditOption, ...]] = _Setting()
 
     def __init__(
         self,
@@ -283,12 +285,15 @@ class MessageReducer:
         *,
         reserve: int,
         lazy: bool = False,
+        read: tuple[list[MessageView], Sequence[int] | None] | None = None,
     ) -> tuple[Plan, list[MessageView], Sequence[int] | None]:
         """The plan, with the views and counts it used; ``lazy``: in token mode, messages
-        that cannot survive are not counted."""
+        that cannot survive are not counted; ``read``: the views and counts to use."""
         cache = self._token_counts
         counts: Sequence[int] | None
-        if config.token_mode and cache is not None and lazy:
+        if read is not None:  # what the edit step read and counted
+            views, counts = read
+        elif config.token_mode and cache is not None and lazy:
             views, counts = read_messages(messages), _LazyCounts(cache, messages)
         elif config.token_mode and cache is not None:
             # Views and counts of messages seen before come from the cache.
@@ -331,6 +336,9 @@ class MessageReducer:
         TokenCountCache`): a message seen before and not edited since is not counted
         again, and the counter runs at most once per message per call.
         """
+        return self._cache().counts(messages)
+
+    def _cache(self) -> TokenCountCache:
         cache = self._token_counts
         if cache is None:
             with self._token_counts_lock:
@@ -339,17 +347,43 @@ class MessageReducer:
                         resolve_token_counter(self.config.token_counter)
                     )
                 cache = self._token_counts
-        return cache.counts(messages)
+        return cache
 
-    def _prepare(self, existing: Any, new: Any) -> tuple[list[Any], Plan, _Memo | None]:
+    def _prepare(
+        self, existing: Any, new: Any
+    ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...]]:
         messages = _concat(existing, new)
+        if self.config.context_edits:
+            return self._prepare_edited(messages)
         fast = self._append(existing, messages)
         if fast is not None:
-            return messages, fast, None
+            return messages, fast, None, ()
         plan, views, counts = self._plan(
             messages, self.config, [], reserve=self._reserve(), lazy=True
         )
-        return messages, plan, (views, counts)
+        return messages, plan, (views, counts), ()
+
+    def _prepare_edited(
+        self, messages: list[Any]
+    ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...]]:
+        """Edit first; the plan then sees the edited counts, so it prunes only what is
+        still over the threshold. (No incremental path: every reduce reads the list.)"""
+        cache = self._cache()
+        counts: list[int] | None
+        if self.config.token_mode:
+            views, counts = cache.read(messages)
+        else:  # count mode counts only what the edit step looks at
+            views, counts = read_messages(messages), None
+        count = lambda m: cache.counts([m])[0]  # noqa: E731 - an edited copy, remembered
+        outcome = edit_messages(messages, views, counts, self.config, count)
+        plan, _, _ = self._plan(
+            outcome.messages,
+            self.config,
+            [],
+            reserve=self._reserve(),
+            read=(views, outcome.counts),
+        )
+        return outcome.messages, plan, None, outcome.edits
 
     # -- the incremental path: a reduce of the list the last one returned -------------
 
@@ -618,8 +652,8 @@ class MessageReducer:
                 released from the dedupe ledger, so a retried step hands it over again.
         """
         self._check_sync()
-        messages, plan, memo = self._prepare(existing, new)
-        if not plan.pruned:
+        messages, plan, memo, edits = self._prepare(existing, new)
+        if not plan.pruned and not edits:
             result = ReducerResult(messages, [], None)
             self._note(messages, plan, memo, result)
             return result
@@ -631,8 +665,11 @@ class MessageReducer:
             failed = text is None
         result = self._outcome(messages, plan, text, failed)
         self._note(messages, plan, memo, result)
-        if self.config.on_prune and result.pruned:
-            self._deliver(result.pruned, namespace)
+        if edits:
+            result = replace(result, edited=edits)
+        if self.config.on_prune and (result.pruned or edits):
+            # An edited original travels under its handle (its id), marked as edited.
+            self._deliver([*result.pruned, *(e.original for e in edits)], namespace)
         return result
 
     def _deliver(self, pruned: list[Any], namespace: Any) -> None:
@@ -683,8 +720,8 @@ class MessageReducer:
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
-        messages, plan, memo = self._prepare(existing, new)
-        if not plan.pruned:
+        messages, plan, memo, edits = self._prepare(existing, new)
+        if not plan.pruned and not edits:
             result = ReducerResult(messages, [], None)
             self._note(messages, plan, memo, result)
             return result
@@ -708,8 +745,11 @@ class MessageReducer:
             failed = text is None
         result = self._outcome(messages, plan, text, failed)
         self._note(messages, plan, memo, result)
-        if self.config.on_prune and result.pruned:
-            await self._adeliver(result.pruned, namespace)
+        if edits:
+            result = replace(result, edited=edits)
+        if self.config.on_prune and (result.pruned or edits):
+            # An edited original travels under its handle (its id), marked as edited.
+            await self._adeliver([*result.pruned, *(e.original for e in edits)], namespace)
         return result
 
     async def _adeliver(self, pruned: list[Any], namespace: Any) -> None:

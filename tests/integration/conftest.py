@@ -3,6 +3,7 @@ every context it receives, a real tool, delivery counting, and a PostgreSQL fixt
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
@@ -308,8 +309,83 @@ class Kit:
     turn_input: Callable[[int], dict[str, Any]] = turn_input
     summary_model: Callable[..., FactSummaryModel] = FactSummaryModel
     facts_in: Callable[[Sequence[BaseMessage]], set[str]] = facts_in
+    deliveries: Callable[[], Deliveries] = Deliveries
 
 
 @pytest.fixture
 def kit() -> Kit:
     return Kit()
+
+
+#: Tool calls one turn needs, in order: ``(tool name, arguments)``.
+TurnPlan = list[tuple[str, dict[str, Any]]]
+_HANDLE = re.compile(r"^\[offloaded: [^\n]*?handle (ctx_[0-9a-f]+)")
+
+
+class ReactiveChatModel(BaseChatModel):
+    """Acts like an LLM working through a plan: one tool call at a time, then an answer.
+
+    On each call it reads the current turn (from the last human message, which names
+    the turn as ``"turn N: ..."``) and calls the first planned tool whose result it
+    cannot see in its context: a step that was pruned away is called again. A result
+    cleared to a placeholder counts as already fetched. An offloaded preview makes it
+    read the original back once with ``recall`` (the tool's name), from the handle the
+    preview names. When every step is visible it answers.
+    """
+
+    #: Per turn, the tool calls it needs.
+    plans: list[TurnPlan] = Field(default_factory=list)
+    #: Name of the tool reading an offloaded original back (``None``: never).
+    recall: str | None = None
+    #: Every context received, system messages included.
+    contexts: list[list[BaseMessage]] = Field(default_factory=list)
+    #: How often each ``(tool, arguments as JSON)`` was called.
+    calls: Counter[tuple[str, str]] = Field(default_factory=Counter)
+    replies: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "reactive-scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ReactiveChatModel:  # type: ignore[override]
+        return self
+
+    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+        self.replies += 1
+        human = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+        turn = int(str(human.content).split(":")[0].split()[1])
+        issued: dict[str, tuple[str, str]] = {}
+        visible: set[tuple[str, str]] = set()
+        previews: list[str] = []
+        for m in messages:
+            if isinstance(m, AIMessage):
+                for call in m.tool_calls:
+                    args = json.dumps(call["args"], sort_keys=True)
+                    issued[str(call["id"])] = (call["name"], args)
+            elif isinstance(m, ToolMessage) and m.tool_call_id in issued:
+                visible.add(issued[m.tool_call_id])
+                found = _HANDLE.match(str(m.content))
+                if found:
+                    previews.append(found.group(1))
+        wanted = [(name, args) for name, args in self.plans[turn]]
+        if self.recall is not None:
+            wanted += [(self.recall, {"handle": h}) for h in previews]
+        for name, args in wanted:
+            key = (name, json.dumps(args, sort_keys=True))
+            if key not in visible:
+                self.calls[key] += 1
+                call = {"name": name, "args": args, "id": f"call-{self.replies}"}
+                return AIMessage(content="", tool_calls=[call], id=f"ai-{self.replies}")
+        return AIMessage(content=f"answer {turn}", id=f"ai-{self.replies}")
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        body = [m for m in messages if not isinstance(m, SystemMessage)]
+        assert_tool_pairs(body)
+        self.contexts.append(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=self._next(body))])
+
+
+@pytest.fixture
+def reactive_model() -> type[ReactiveChatModel]:
+    """The LLM-like scripted model class (see :class:`ReactiveChatModel`)."""
+    return ReactiveChatModel

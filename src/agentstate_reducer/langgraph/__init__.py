@@ -9,7 +9,9 @@ Three places to bound a conversation (see ``docs/langgraph.md`` for which to pic
 * before each model call: :class:`ReducingMiddleware` (``langchain.agents``) and
   :func:`reducing_pre_model_hook` (``create_react_agent``) emit ``RemoveMessage`` updates.
 
-:func:`store_hook` hands what was pruned to any LangGraph ``BaseStore``.
+:func:`store_hook` hands what was pruned (and the originals context editing replaced)
+to any LangGraph ``BaseStore``; :func:`fetch_original` and :func:`recall_tool` read an
+edited original back by its handle.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ __all__ = (
     "ReducingMiddleware",
     "ReducingSaver",
     "aapply_reducer",
+    "afetch_original",
     "apply_reducer",
+    "fetch_original",
     "memory_namespace",
+    "recall_tool",
     "reducing_add_messages",
     "reducing_pre_model_hook",
     "store_hook",
@@ -37,8 +42,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 from ._graph import reducing_add_messages, reducing_pre_model_hook
+from ._recall import recall_tool
 from ._saver import ReducingSaver, aapply_reducer, apply_reducer, memory_namespace
-from ._store import store_hook
+from ._store import afetch_original, fetch_original, store_hook
 
 if TYPE_CHECKING:
     from ._middleware import ReducingMiddleware

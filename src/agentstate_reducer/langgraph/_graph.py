@@ -184,17 +184,21 @@ def removal_update(
 ) -> dict[str, Any]:
     """The state update that turns ``existing`` into ``result.surviving`` under ``add_messages``.
 
-    One ``RemoveMessage(id)`` per pruned message; when a summary was injected (it must
-    sit where the pruned block was) or a pruned message has no id, the whole list is
-    replaced through ``REMOVE_ALL_MESSAGES``. ``{}`` when nothing was pruned.
+    One ``RemoveMessage(id)`` per pruned message, and each message context editing
+    replaced, under its own id (``add_messages`` swaps it in place). When a summary was
+    injected (it must sit where the pruned block was), or a pruned or edited message
+    has no id, the whole list is replaced through ``REMOVE_ALL_MESSAGES``. ``{}`` when
+    nothing changed.
     """
-    if not result.pruned:
+    if not result.pruned and not result.edited:
         return {}
     ids = [message_id(m) for m in result.pruned]
     injected = len(result.surviving) + len(result.pruned) != len(existing)
-    if injected or None in ids:
+    before = {id(m) for m in existing}
+    edited = [m for m in result.surviving if id(m) not in before] if result.edited else []
+    if injected or None in ids or any(message_id(m) is None for m in edited):
         return {messages_key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.surviving]}
-    return {messages_key: [RemoveMessage(id=cast(str, i)) for i in ids]}
+    return {messages_key: [*(RemoveMessage(id=cast(str, i)) for i in ids), *edited]}
 
 
 def _messages_in(state: Any, messages_key: str) -> list[Any]:

@@ -23,8 +23,9 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """``create_agent`` middleware that bounds the stored history before each model call.
 
     ``before_model`` reduces ``state["messages"]`` and returns ``RemoveMessage``
-    updates for the pruned ids (or replaces the whole list when a summary is
-    injected), so both the model and the checkpoint see the bounded list. Pruned
+    updates for the pruned ids plus the messages context editing replaced, under
+    their own ids (or replaces the whole list when a summary is injected), so both
+    the model and the checkpoint see the bounded, edited list. Pruned
     messages reach the reducer's hooks under :func:`memory_namespace` of the run
     config. ``abefore_model`` (under ``ainvoke``) awaits ``areduce()``.
 

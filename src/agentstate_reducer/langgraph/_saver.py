@@ -73,9 +73,9 @@ def memory_namespace(reducer: MessageReducer, config: RunnableConfig | None) -> 
 def _replace_messages(
     checkpoint: Checkpoint, messages_key: str, result: ReducerResult
 ) -> Checkpoint:
-    # Pruning is the only way the list changes (an injected summary replaces pruned
-    # messages), so ``pruned`` tells whether there is anything new to store.
-    if not result.pruned:
+    # Pruning and context editing are the only ways the list changes (an injected
+    # summary replaces pruned messages): without either there is nothing new to store.
+    if not result.pruned and not result.edited:
         return checkpoint
     reduced = checkpoint.copy()
     reduced["channel_values"] = {
@@ -113,9 +113,9 @@ def apply_reducer(
     namespace forwarded to the reducer's hooks is :func:`memory_namespace` of ``config``.
 
     Returns:
-        ``checkpoint`` itself when nothing was pruned (or the channel holds no list, or a
-        list of which no item is a message, such as numbers or strings), else a shallow
-        copy with a new ``channel_values`` holding the survivors.
+        ``checkpoint`` itself when nothing was pruned or edited (or the channel holds no
+        list, or a list of which no item is a message, such as numbers or strings), else a
+        shallow copy with a new ``channel_values`` holding the survivors.
     """
     messages = _messages_of(checkpoint, messages_key)
     if messages is None:

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, PutOp
 
-from ..messages import message_id, message_parts
+from ..messages import message_id, message_parts, package_note
 
-__all__ = ("StoreHook", "store_hook")
+__all__ = ("StoreHook", "afetch_original", "fetch_original", "store_hook")
 
 
 def _as_namespace(value: object, name: str) -> tuple[str, ...]:
@@ -34,7 +34,7 @@ def _as_namespace(value: object, name: str) -> tuple[str, ...]:
 def _record(message: object, pruned_at: str, index: int = 0) -> dict[str, Any]:
     """The store value for one pruned message: role, text, tool calls, time of pruning."""
     parts = message_parts(message, index)
-    return {
+    record: dict[str, Any] = {
         "role": parts.role,
         "content": "\n".join(parts.texts),
         "tool_calls": [{"name": name, "arguments": args} for name, args in parts.tool_calls],
@@ -42,6 +42,11 @@ def _record(message: object, pruned_at: str, index: int = 0) -> dict[str, Any]:
         "name": parts.name,
         "pruned_at": pruned_at,
     }
+    note = package_note(message)
+    if note is not None and "edit" in note:
+        # An original that context editing replaced: the key is its handle.
+        record["edited"] = dict(note)
+    return record
 
 
 def _key(message: object, record: dict[str, Any]) -> str:
@@ -119,7 +124,10 @@ def store_hook(
     redelivery overwrites instead of duplicating (id-less messages are keyed by a
     digest of their content). The value holds ``role``, ``content`` (text),
     ``tool_calls`` (``name`` and JSON ``arguments``), ``tool_call_id``, ``name`` and
-    ``pruned_at`` (ISO 8601, UTC).
+    ``pruned_at`` (ISO 8601, UTC). An original that context editing replaced is keyed
+    by its handle and its value also holds ``edited`` (the kind of edit, the handle,
+    the tool, the call id, the edited message's id, its size in tokens); read it back
+    with :func:`fetch_original`.
 
     Sync and async: the hook writes synchronously with ``store.batch`` and returns
     ``None``, so it works with ``reduce()``. The one exception is an async store
@@ -152,3 +160,62 @@ def store_hook(
         ['m0', 'm1']
     """
     return StoreHook(store, default_namespace=default_namespace, index=index)
+
+
+def _labels(store: BaseStore | StoreHook, namespace: Any) -> tuple[BaseStore, tuple[str, ...]]:
+    if isinstance(store, StoreHook):
+        base, default = store.store, store.default_namespace
+    elif isinstance(store, BaseStore):
+        base, default = store, ("memories",)
+    else:
+        raise TypeError(f"store must be a LangGraph BaseStore or a store_hook, got {store!r}")
+    return base, default if namespace is None else _as_namespace(namespace, "namespace")
+
+
+def _original_text(value: Any) -> str | None:
+    if not isinstance(value, dict) or "edited" not in value:
+        return None
+    content = value.get("content")
+    if content:
+        return str(content)
+    calls = value.get("tool_calls") or []
+    return "\n".join(str(call.get("arguments", "")) for call in calls) or ""
+
+
+def fetch_original(
+    store: BaseStore | StoreHook, handle: str, *, namespace: Any = None
+) -> str | None:
+    """The original text of a part context editing replaced, read back by its handle.
+
+    Args:
+        store: the store the reducer's :func:`store_hook` writes to, or the hook itself
+            (its ``default_namespace`` then applies when ``namespace`` is ``None``).
+        handle: the ``ctx_...`` handle a placeholder or preview names.
+        namespace: the namespace the reduce ran under (a string is one label);
+            ``None``: the hook's default, ``("memories",)`` for a bare store.
+
+    Returns:
+        The original's text (for cleared call arguments, their JSON), or ``None`` when
+        nothing edited is stored under ``handle`` there (not delivered yet, say).
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> fetch_original(InMemoryStore(), "ctx_0123456789abcdef") is None
+        True
+    """
+    if not isinstance(handle, str) or not handle:
+        raise TypeError(f"handle must be a non-empty string, got {handle!r}")
+    base, labels = _labels(store, namespace)
+    item = base.get(labels, handle)
+    return None if item is None else _original_text(item.value)
+
+
+async def afetch_original(
+    store: BaseStore | StoreHook, handle: str, *, namespace: Any = None
+) -> str | None:
+    """Async :func:`fetch_original` (``store.aget``), for async stores on their loop."""
+    if not isinstance(handle, str) or not handle:
+        raise TypeError(f"handle must be a non-empty string, got {handle!r}")
+    base, labels = _labels(store, namespace)
+    item = await base.aget(labels, handle)
+    return None if item is None else _original_text(item.value)

@@ -1,0 +1,547 @@
+"""Context editing, pure: shrink old tool results and oversized payloads inside messages.
+
+Messages + views + token counts + config -> edited copies. No I/O, no framework
+imports; the shell (``reducer.py``) hands the originals to the ``on_prune`` hooks and
+runs the pruning plan on what this returns.
+
+Laws (tested with hypothesis):
+
+* Edits replace content only: every message keeps its role, id, calls and answers, so
+  a history that passed ``validate_history`` still does.
+* Idempotence: editing an edited history changes nothing. An edited part carries a
+  marker (its placeholder text, or cleared arguments) and is left alone.
+* Determinism: the same input gives the same copies. The handle is a digest of the
+  original part, so the same part is edited the same way on every reduce.
+* Clearing happens only when the trigger fires, so between two prunes the edited
+  prefix stays byte-identical and a provider's prompt cache keeps working.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .errors import ConfigError
+from .messages import (
+    HUMAN,
+    SYSTEM,
+    TEXT_PART,
+    TOOL,
+    TOOL_ARGS_PART,
+    TOOL_RESULT_PART,
+    EditablePart,
+    MessageView,
+    editable_parts,
+    message_content,
+    message_id,
+    part_text,
+    with_parts,
+)
+
+if TYPE_CHECKING:
+    from .config import ReducerConfig
+
+__all__ = (
+    "CLEARED",
+    "CLEARED_INPUT",
+    "OFFLOADED",
+    "ClearToolResults",
+    "ContextEdit",
+    "EditOutcome",
+    "Offload",
+    "edit_messages",
+    "handle_of",
+    "is_edited",
+)
+
+# Kinds of edit.
+CLEARED = "cleared"
+OFFLOADED = "offloaded"
+CLEARED_INPUT = "cleared input"
+
+#: A placeholder starts with this, whatever the shape carrying it.
+_MARK = re.compile(r"\[(?:cleared|offloaded): [^\n\]]*?handle (ctx_[0-9a-f]{16})")
+_HANDLE_HEX = 16
+#: Characters of the shortest placeholder: a part no longer is never cleared.
+_SHORTEST = len("[cleared: tool result, 0 tokens, handle ctx_]") + _HANDLE_HEX
+#: A result of at most this many tokens is never cleared: a placeholder costs about 25,
+#: so the gain would not be worth changing the prompt prefix. A rule on the part alone,
+#: so the same part is treated the same way on every reduce.
+_WORTH_CLEARING = 64
+
+
+def _int(owner: str, name: str, value: object, *, least: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        expected = f"an int >= {least}" + (" or None" if allow_none else "")
+        raise ConfigError(f"{owner}.{name} must be {expected}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClearToolResults:
+    """Replace old tool results with a placeholder once the history is over a trigger.
+
+    The placeholder names the tool, the result's size in tokens and a handle to get it
+    back (:func:`~agentstate_reducer.fetch_original`); the call and the result message
+    stay, so every pair stays valid. The original reaches the ``on_prune`` hooks once.
+
+    The trigger is ``trigger_tokens`` / ``trigger_messages`` when set (either one
+    exceeded fires it), else the reducer's own threshold (``max_tokens`` in token
+    mode, ``max_messages`` in count mode).
+    """
+
+    #: Fire when the history holds more tokens than this.
+    trigger_tokens: int | None = None
+    #: Fire when the history holds more messages than this.
+    trigger_messages: int | None = None
+    #: The latest tool results kept as they are.
+    keep: int = 3
+    #: Tools whose results are never cleared (nor counted in ``keep``).
+    exclude_tools: frozenset[str] = frozenset()
+    #: Clear nothing unless at least this many tokens would be saved.
+    clear_at_least: int = 0
+    #: Also clear the arguments of the calls whose results are cleared.
+    clear_tool_inputs: bool = False
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        _int(name, "trigger_tokens", self.trigger_tokens, least=1, allow_none=True)
+        _int(name, "trigger_messages", self.trigger_messages, least=1, allow_none=True)
+        _int(name, "keep", self.keep, least=0)
+        _int(name, "clear_at_least", self.clear_at_least, least=0)
+        tools: object = self.exclude_tools
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+            raise ConfigError(
+                f"{name}.exclude_tools must be a collection of tool names, got {tools!r}"
+            )
+        names = frozenset(tools)
+        bad = [t for t in names if not isinstance(t, str)]
+        if bad:
+            raise ConfigError(f"{name}.exclude_tools must hold strings, got {bad[0]!r}")
+        object.__setattr__(self, "exclude_tools", names)
+        if not isinstance(self.clear_tool_inputs, bool):
+            raise ConfigError(
+                f"{name}.clear_tool_inputs must be a bool, got {self.clear_tool_inputs!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Offload:
+    """Move a tool result (or a text part) over ``above`` tokens out of the history.
+
+    It is replaced by a head-and-tail preview plus a handle, on first sight, even in the
+    current turn; the original reaches the ``on_prune`` hooks (and so long-term memory)
+    once, and :func:`~agentstate_reducer.fetch_original` reads it back.
+    """
+
+    #: Offload a part larger than this many tokens.
+    above: int = 20_000
+    #: Tokens of the part's start kept in the preview.
+    head: int = 200
+    #: Tokens of the part's end kept in the preview.
+    tail: int = 100
+    #: Also offload text parts of human and ai messages, not only tool results.
+    text: bool = True
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        _int(name, "above", self.above, least=1)
+        _int(name, "head", self.head, least=0)
+        _int(name, "tail", self.tail, least=0)
+        if 2 * (self.head + self.tail) > self.above:
+            raise ConfigError(
+                f"{name}.head + tail ({self.head + self.tail!r}) must be at most half of "
+                f"above ({self.above!r}), so a preview is always much smaller than its part"
+            )
+        if not isinstance(self.text, bool):
+            raise ConfigError(f"{name}.text must be a bool, got {self.text!r}")
+
+
+#: One option object per edit kind, as ``ReducerConfig(context_edits=...)`` holds them.
+EditOption = ClearToolResults | Offload
+
+
+def check_edits(value: object) -> tuple[EditOption, ...]:
+    """Validate ``ReducerConfig.context_edits``: at most one option object of each kind."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ConfigError(
+            f"context_edits must be a list of ClearToolResults / Offload, got {value!r}"
+        )
+    options = tuple(value)
+    seen: set[type] = set()
+    for i, option in enumerate(options):
+        if not isinstance(option, (ClearToolResults, Offload)):
+            raise ConfigError(
+                f"context_edits[{i}] must be a ClearToolResults or an Offload, got {option!r}"
+            )
+        if type(option) in seen:
+            raise ConfigError(
+                f"context_edits[{i}] is a second {type(option).__name__}; give each kind once"
+            )
+        seen.add(type(option))
+    return options
+
+
+@dataclass(frozen=True, eq=False)
+class ContextEdit:
+    """One part of one message that a reduce replaced."""
+
+    #: Index of the message in the list that was reduced (``existing + new``).
+    index: int
+    #: :data:`CLEARED`, :data:`OFFLOADED` or :data:`CLEARED_INPUT`.
+    kind: str
+    #: Digest of the original part: its key in long-term memory, named in the placeholder.
+    handle: str
+    #: The tool whose result or arguments these were (``None`` for a text part).
+    tool: str | None
+    #: The tool call the part belongs to, if any.
+    call_id: str | None
+    #: The id of the edited message, or ``None``.
+    message_id: str | None
+    #: The original part's size in tokens.
+    tokens: int
+    #: The message as it was, and what :attr:`original` changes in a copy of it.
+    _source: Any = field(repr=False, compare=False)
+    _values: Mapping[tuple[str | int, ...], object] = field(repr=False, compare=False)
+
+    @cached_property
+    def original(self) -> Any:
+        """What the hooks receive: a copy of the message holding the original part, whose
+        id is :attr:`handle`, with a note (``package_note``) saying it was edited.
+
+        Built on first access (only when there are hooks to hand it to).
+        """
+        note = {
+            "edit": self.kind,
+            "handle": self.handle,
+            "tool": self.tool,
+            "call_id": self.call_id,
+            "message_id": self.message_id,
+            "tokens": self.tokens,
+        }
+        return with_parts(self._source, self._values, note=note)
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """What :func:`edit_messages` returns."""
+
+    #: The messages, each edited one replaced by its copy (the others are the inputs).
+    messages: list[Any]
+    #: Token counts of ``messages`` (``None`` when none were given: count mode).
+    counts: list[int] | None
+    #: The edits made, in message order.
+    edits: tuple[ContextEdit, ...]
+
+
+def handle_of(value: object) -> str:
+    """The content-addressed handle of a part's value: ``ctx_`` and 16 hex digits."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return "ctx_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HANDLE_HEX]
+
+
+def is_edited(value: object) -> bool:
+    """True when a part's value is a placeholder or preview this module wrote."""
+    return isinstance(value, str) and _MARK.match(value) is not None
+
+
+def _args_cleared(value: object) -> bool:
+    return value in (None, "", "{}") or value == {}
+
+
+def _label(part: EditablePart, tool: str | None) -> str:
+    if part.kind == TOOL_RESULT_PART:
+        return f"result of {tool}" if tool else "tool result"
+    return "text"
+
+
+def _placeholder(label: str, tokens: int, handle: str) -> str:
+    return f"[cleared: {label}, {tokens} tokens, handle {handle}]"
+
+
+def _preview(label: str, tokens: int, handle: str, text: str, option: Offload) -> str:
+    per_token = len(text) / max(tokens, 1)
+    head = int(option.head * per_token)
+    tail = int(option.tail * per_token)
+    header = f"[offloaded: {label}, {tokens} tokens, handle {handle}; start and end below]"
+    if head + tail >= len(text):
+        return f"{header}\n{text[: head + tail]}"
+    hidden = len(text) - head - tail
+    end = text[len(text) - tail :] if tail else ""
+    return f"{header}\n{text[:head]}\n[... {hidden} characters not shown ...]\n{end}"
+
+
+class _Editor:
+    """The state of one :func:`edit_messages` call."""
+
+    def __init__(
+        self,
+        messages: Sequence[Any],
+        views: Sequence[MessageView],
+        counts: Sequence[int] | None,
+        count: Callable[[Any], int],
+    ) -> None:
+        self.source = messages
+        self.views = views
+        self.messages = list(messages)
+        #: Token counts, filled on demand where none were given (count mode).
+        self.counts: list[int | None] = [*counts] if counts is not None else [None] * len(messages)
+        self.count = count
+        self.edits: list[ContextEdit] = []
+        self._issuers: dict[str, int] | None = None
+        self._names: dict[str, str | None] = {}
+
+    def tool_name(self, part: EditablePart) -> str | None:
+        if part.tool or part.call_id is None:
+            return part.tool
+        if part.call_id in self._names:
+            return self._names[part.call_id]
+        if self._issuers is None:
+            self._issuers = {c: j for j, v in enumerate(self.views) for c in v.calls}
+        name = None
+        issuer = self._issuers.get(part.call_id)
+        if issuer is not None:
+            for call in editable_parts(self.source[issuer], issuer):
+                if call.kind == TOOL_ARGS_PART and call.call_id == part.call_id and call.tool:
+                    name = call.tool
+                    break
+        self._names[part.call_id] = name
+        return name
+
+    def tokens(self, i: int) -> int:
+        """Tokens of message ``i``, counted now if they were not given."""
+        found = self.counts[i]
+        if found is None:
+            found = self.counts[i] = self.count(self.messages[i])
+        return found
+
+    def part_tokens(self, i: int, part: EditablePart) -> int:
+        if part.path == ("content",):
+            return self.tokens(i)
+        return self.count(with_parts(self.messages[i], {("content",): part_text(part.value)}))
+
+    def edit(self, i: int, changes: list[_Change], *, only_if_smaller: bool = False) -> int:
+        """Write ``changes`` into message ``i``; return the tokens saved.
+
+        With ``only_if_smaller``, a copy that would not be smaller is dropped (a result
+        shorter than its placeholder stays as it is) and 0 is returned.
+        """
+        message = self.messages[i]
+        edited = with_parts(message, {c.part.path: c.value for c in changes})
+        tokens = self.count(edited)
+        saved = self.tokens(i) - tokens
+        if only_if_smaller and saved <= 0:
+            return 0
+        self.messages[i] = edited
+        self.counts[i] = tokens
+        ident = message_id(message)
+        content = message_content(message)
+        for change in changes:
+            part = change.part
+            values: dict[tuple[str | int, ...], object] = {("id",): change.handle}
+            if part.kind != TOOL_ARGS_PART and part.path != ("content",):
+                values[("content",)] = [content[part.path[1]]]  # the block holding the part
+            self.edits.append(
+                ContextEdit(
+                    i, change.kind, change.handle, change.tool, part.call_id, ident,
+                    change.tokens, message, values,
+                )
+            )
+        return saved
+
+
+class _Change(NamedTuple):
+    part: EditablePart
+    value: object
+    kind: str
+    tool: str | None
+    tokens: int
+    handle: str
+
+
+def _fires(option: ClearToolResults, config: ReducerConfig, n: int, total: int) -> bool:
+    if option.trigger_tokens is None and option.trigger_messages is None:
+        if config.max_tokens is not None:
+            return total > config.max_tokens
+        return config.max_messages is not None and n > config.max_messages
+    if option.trigger_tokens is not None and total > option.trigger_tokens:
+        return True
+    return option.trigger_messages is not None and n > option.trigger_messages
+
+
+def _offload(editor: _Editor, option: Offload, indices: Iterable[int]) -> None:
+    for i in indices:
+        if editor.views[i].role == SYSTEM or editor.tokens(i) <= option.above:
+            continue
+        message = editor.messages[i]
+        changes = []
+        for part in editable_parts(message, i):
+            if part.kind == TOOL_ARGS_PART or (part.kind == TEXT_PART and not option.text):
+                continue
+            if is_edited(part.value):
+                continue
+            size = editor.part_tokens(i, part)
+            if size <= option.above:
+                continue
+            tool = editor.tool_name(part) if part.kind == TOOL_RESULT_PART else None
+            handle = handle_of(part.value)
+            preview = _preview(_label(part, tool), size, handle, part_text(part.value), option)
+            changes.append(_Change(part, preview, OFFLOADED, tool, size, handle))
+        if changes:
+            editor.edit(i, changes)
+
+
+def _clear(
+    editor: _Editor, option: ClearToolResults, start: int, stop: int, limit: int | None
+) -> None:
+    """Clear from the end back, leaving alone what the plan will prune anyway.
+
+    Walking back, the edited suffix is summed; once it (with the kept first message)
+    exceeds ``limit`` (``max_tokens``), everything older is pruned by the plan, so it is
+    left as it is rather than copied for nothing.
+    """
+    kept = 0
+    used = sum(editor.tokens(i) for i in range(start)) if limit is not None else 0
+    inputs: set[str] = set()
+    saved = 0
+    before = len(editor.edits)
+    restore: list[tuple[int, Any, int | None]] = []
+    views, counts = editor.views, editor.counts
+    for i in range(len(editor.messages) - 1, max(start, stop) - 1, -1):
+        view = views[i]
+        skip = view.role == SYSTEM or not (view.answers or inputs)
+        if not skip and view.role == TOOL and not option.exclude_tools:
+            # A tool message is one result: keep it, or skip it when too small, unread.
+            if kept < option.keep:
+                kept += 1
+                skip = True
+            else:
+                skip = editor.tokens(i) <= _WORTH_CLEARING
+        if skip:
+            if limit is not None:
+                used += editor.tokens(i)
+                if used > limit:
+                    break
+            continue
+        message = editor.messages[i]
+        changes = []
+        for part in reversed(editable_parts(message, i)):
+            if part.kind == TOOL_ARGS_PART:
+                if part.call_id in inputs and not _args_cleared(part.value):
+                    tool = part.tool
+                    cleared: object = "{}" if isinstance(part.value, str) else {}
+                    handle = handle_of(part.value)
+                    changes.append(_Change(part, cleared, CLEARED_INPUT, tool, 0, handle))
+                continue
+            if part.kind != TOOL_RESULT_PART:
+                continue
+            tool = editor.tool_name(part) if option.exclude_tools else None
+            if tool is not None and tool in option.exclude_tools:
+                continue
+            if kept < option.keep:
+                kept += 1
+                continue
+            whole = part.path == ("content",)
+            if (whole and editor.tokens(i) <= _WORTH_CLEARING) or is_edited(part.value):
+                continue
+            if len(part_text(part.value)) <= _SHORTEST:
+                continue  # shorter than any placeholder: clearing it would add tokens
+            size = editor.part_tokens(i, part)
+            if size <= _WORTH_CLEARING:
+                continue
+            tool = editor.tool_name(part)
+            handle = handle_of(part.value)
+            placeholder = _placeholder(_label(part, tool), size, handle)
+            changes.append(_Change(part, placeholder, CLEARED, tool, size, handle))
+            if option.clear_tool_inputs and part.call_id is not None:
+                inputs.add(part.call_id)
+        if changes:
+            restore.append((i, message, counts[i]))
+            saved += editor.edit(i, changes[::-1], only_if_smaller=True)
+        if limit is not None:
+            used += editor.tokens(i)
+            if used > limit:
+                break
+    if saved < option.clear_at_least:
+        for i, message, tokens in restore:
+            editor.messages[i] = message
+            editor.counts[i] = tokens
+        del editor.edits[before:]
+
+
+def edit_messages(
+    messages: Sequence[Any],
+    views: Sequence[MessageView],
+    counts: Sequence[int] | None,
+    config: ReducerConfig,
+    count: Callable[[Any], int],
+) -> EditOutcome:
+    """Apply ``config.context_edits`` to ``messages``; the inputs are never mutated.
+
+    Args:
+        messages: the history, in order.
+        views: one view per message (edits never change them).
+        counts: one token count per message (token mode), or ``None`` (count mode):
+            then only the messages a prune may keep are counted, with ``count``.
+        config: the reducer configuration (its ``context_edits`` and thresholds).
+        count: counts one message (an edited copy) with the reducer's counter.
+
+    Returns:
+        An :class:`EditOutcome`: ``messages`` with edited copies in place, their
+        counts, and one :class:`ContextEdit` per replaced part.
+    """
+    clear = next((o for o in config.context_edits if isinstance(o, ClearToolResults)), None)
+    offload = next((o for o in config.context_edits if isinstance(o, Offload)), None)
+    n = len(messages)
+    if (
+        counts is not None
+        and n
+        and (offload is None or max(counts) <= offload.above)
+        and (clear is None or not _fires(clear, config, n, sum(counts)))
+    ):
+        # Nothing to do: the commonest case, which must cost next to nothing.
+        return EditOutcome(list(messages), list(counts), ())
+    editor = _Editor(messages, views, counts, count)
+    start = 1 if config.preserve_first and n else 0
+    stop = _count_mode_stop(views, config) if counts is None else 0
+    if offload is not None and n:
+        if counts is not None:
+            big = max(counts) > offload.above
+            indices: Iterable[int] = range(n) if big else ()
+        else:
+            indices = range(stop, n) if not stop else (0, *range(stop, n))
+        _offload(editor, offload, indices)
+    if clear is not None:
+        if counts is not None or clear.trigger_tokens is not None:
+            total = sum(editor.tokens(i) for i in range(n))
+        else:
+            total = 0
+        if _fires(clear, config, n, total):
+            _clear(editor, clear, start, stop, config.max_tokens)
+    edits = tuple(sorted(editor.edits, key=lambda e: e.index))
+    final = None
+    if counts is not None:
+        final = [editor.tokens(i) for i in range(n)] if edits else list(counts)
+    return EditOutcome(editor.messages, final, edits)
+
+
+def _count_mode_stop(views: Sequence[MessageView], config: ReducerConfig) -> int:
+    """In count mode, the first index a prune may keep (0 when it will not prune).
+
+    The window keeps the last ``min_messages`` and the current turn; what lies before
+    both is pruned, so it is neither counted nor edited.
+    """
+    n = len(views)
+    if config.max_messages is None or n <= config.max_messages:
+        return 0
+    cut = max(0, n - config.min_messages)
+    for q in range(n - 1, -1, -1):
+        if views[q].role == HUMAN and not views[q].answers:
+            return min(cut, q)
+    return 0
