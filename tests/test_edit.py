@@ -79,6 +79,10 @@ def reducer(*edits: Any, hook: Hook | None = None, **options: Any) -> MessageRed
     return MessageReducer(config=config)
 
 
+def total(messages: list[Any]) -> int:
+    return sum(approximate_token_count(m) for m in messages)
+
+
 def run_edit(messages: list[Any], config: ReducerConfig) -> Any:
     counter = approximate_token_count
     counts = [counter(m) for m in messages]
@@ -184,7 +188,7 @@ def test_the_placeholder_handle_is_the_digest_of_the_original() -> None:
 def test_excluded_tools_are_never_cleared_nor_counted_in_keep() -> None:
     history = conversation(3, tool="memory", tag="m") + conversation(3)[1:]
     result = reducer(
-        ClearToolResults(keep=1, exclude_tools={"memory"}), max_tokens=2_500
+        ClearToolResults(keep=1, exclude_tools={"memory"}), max_tokens=total(history) - 10
     ).reduce(history)
     assert result.pruned == []
     assert {e.tool for e in result.edited} == {"lookup"}
@@ -196,9 +200,10 @@ def test_excluded_tools_are_never_cleared_nor_counted_in_keep() -> None:
 def test_clear_at_least_holds_back_a_small_gain() -> None:
     history = conversation(3)
     tokens = approximate_token_count(history[3])
-    small = reducer(ClearToolResults(keep=2, clear_at_least=tokens), max_tokens=1_300)
+    most = total(history) - 10
+    small = reducer(ClearToolResults(keep=2, clear_at_least=tokens), max_tokens=most)
     assert small.reduce(history).edited == ()
-    enough = reducer(ClearToolResults(keep=2, clear_at_least=tokens // 2), max_tokens=1_300)
+    enough = reducer(ClearToolResults(keep=2, clear_at_least=tokens // 2), max_tokens=most)
     assert [e.message_id for e in enough.reduce(history).edited] == ["t0"]
 
 
@@ -538,7 +543,11 @@ def test_every_shape_is_edited() -> None:
         history = render(script, shape)
         outcome = run_edit(
             history,
-            ReducerConfig(max_tokens=800, context_edits=[ClearToolResults(keep=1)]),
+            ReducerConfig(
+                max_tokens=total(history) - 10,
+                token_counter="approximate",
+                context_edits=[ClearToolResults(keep=1)],
+            ),
         )
         assert [e.call_id for e in outcome.edits] == ["k1"], shape
         (part,) = [
