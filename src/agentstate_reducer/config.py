@@ -8,7 +8,7 @@ from typing import Any
 
 from .edit import ContextEdit, EditOption, check_edits
 from .errors import ConfigError
-from .tokens import check_token_counter
+from .tokens import check_token_counter, model_family, resolve_budget
 
 __all__ = (
     "DEFAULT_NAMESPACE_KEY",
@@ -18,6 +18,7 @@ __all__ = (
     "RememberFn",
     "SummarizeFn",
     "SummaryFactory",
+    "TokenBudget",
     "TokenCounterLike",
 )
 
@@ -36,6 +37,9 @@ PinLike = Callable[[Any], bool] | Collection[str]
 #: :func:`~agentstate_reducer.tokens.resolve_token_counter`), or an object with
 #: ``get_num_tokens_from_messages`` (a LangChain chat model).
 TokenCounterLike = Any
+#: A token budget: an int, ``None``, or ``("fraction", f)`` of the model's context window,
+#: which :class:`ReducerConfig` resolves to an int when it is built.
+TokenBudget = Any
 
 _START_ON = (None, "human")
 
@@ -56,7 +60,11 @@ class ReducerConfig:
 
     Count mode prunes when there are more than ``max_messages`` messages; token mode
     (``max_tokens`` set, takes precedence) prunes when the total exceeds ``max_tokens``
-    and keeps the longest recent tail that fits ``target_tokens``.
+    and keeps the longest recent tail that fits ``target_tokens``. Either budget may be
+    ``("fraction", f)``: that share of the context window of ``model``, resolved to an
+    int here. ``tools`` and ``system_prompt`` (what each request sends besides the
+    history) are counted once and left room for; with ``calibrate_from_usage``, reported
+    ``usage_metadata`` on ai messages corrects the counter's estimates.
 
     Raises:
         ConfigError: a field is invalid (a ``ValueError``); the message names it.
@@ -64,8 +72,9 @@ class ReducerConfig:
 
     min_messages: int = 10
     max_messages: int | None = 20
-    max_tokens: int | None = None
-    target_tokens: int | None = None
+    #: An int, or ``("fraction", f)`` of ``model``'s context window (an int once built).
+    max_tokens: TokenBudget = None
+    target_tokens: TokenBudget = None
     token_counter: TokenCounterLike | None = None
     preserve_first: bool = True
     cascade_tool_messages: bool = True
@@ -84,8 +93,32 @@ class ReducerConfig:
     #: Context editing run before the plan: at most one
     #: :class:`~agentstate_reducer.ClearToolResults` and one :class:`~agentstate_reducer.Offload`.
     context_edits: Sequence[EditOption] = ()
+    #: A model name of the registry (``"gpt-4o"``) or a LangChain chat model: the context
+    #: window for ``("fraction", f)`` budgets, and the counter when ``token_counter`` is
+    #: ``None``.
+    model: Any = None
+    #: Tool schemas (dicts, or LangChain tools and functions) sent with every request.
+    tools: Sequence[Any] = ()
+    #: A system prompt sent with every request but not kept in the history.
+    system_prompt: str | None = None
+    #: Learn a correction factor from ``usage_metadata["input_tokens"]`` on ai messages.
+    calibrate_from_usage: bool = True
 
     def __post_init__(self) -> None:
+        self._check_model()
+        for name in ("max_tokens", "target_tokens"):
+            object.__setattr__(self, name, resolve_budget(getattr(self, name), self.model, name))
+        if not isinstance(self.tools, Sequence) or isinstance(self.tools, (str, bytes)):
+            raise ConfigError(f"tools must be a list of tool schemas or tools, got {self.tools!r}")
+        object.__setattr__(self, "tools", tuple(self.tools))
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise ConfigError(
+                f"system_prompt must be a string or None, got {self.system_prompt!r}"
+            )
+        if not isinstance(self.calibrate_from_usage, bool):
+            raise ConfigError(
+                f"calibrate_from_usage must be True or False, got {self.calibrate_from_usage!r}"
+            )
         _check_count("min_messages", self.min_messages, allow_none=False)
         _check_count("max_messages", self.max_messages, allow_none=True)
         _check_count("max_tokens", self.max_tokens, allow_none=True)
@@ -150,6 +183,33 @@ class ReducerConfig:
             raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
         object.__setattr__(self, "context_edits", check_edits(self.context_edits))
 
+    def _check_model(self) -> None:
+        if isinstance(self.model, str):
+            model_family(self.model)  # a ConfigError listing the families
+        elif self.model is not None and not hasattr(self.model, "profile") and not any(
+            isinstance(getattr(self.model, a, None), str) for a in ("model_name", "model")
+        ):
+            raise ConfigError(
+                f"model must be a model name or a chat model, got {self.model!r:.80}"
+            )
+
+    @property
+    def counter(self) -> TokenCounterLike:
+        """``token_counter``, else the name of ``model`` if the registry knows it, else None."""
+        if self.token_counter is not None or self.model is None:
+            return self.token_counter
+        model = self.model
+        name = model if isinstance(model, str) else getattr(model, "model_name", None)
+        if not isinstance(name, str):
+            name = getattr(model, "model", None)
+        if isinstance(name, str):
+            try:
+                model_family(name)
+            except ConfigError:
+                return None  # a chat model the registry does not know: the default counter
+            return name
+        return None
+
     @property
     def token_mode(self) -> bool:
         """True when ``max_tokens`` is set (token mode takes precedence)."""
@@ -158,7 +218,8 @@ class ReducerConfig:
     @property
     def effective_target_tokens(self) -> int | None:
         """``target_tokens``, defaulting to ``max_tokens``."""
-        return self.target_tokens if self.target_tokens is not None else self.max_tokens
+        target: int | None = self.target_tokens
+        return target if target is not None else self.max_tokens
 
 
 @dataclass(frozen=True)

@@ -368,7 +368,8 @@ class _Change(NamedTuple):
 def _fires(option: ClearToolResults, config: ReducerConfig, n: int, total: int) -> bool:
     if option.trigger_tokens is None and option.trigger_messages is None:
         if config.max_tokens is not None:
-            return total > config.max_tokens
+            # A resolved budget: ReducerConfig turns ("fraction", f) into tokens.
+            return total > int(config.max_tokens)
         return config.max_messages is not None and n > config.max_messages
     if option.trigger_tokens is not None and total > option.trigger_tokens:
         return True

@@ -1018,3 +1018,29 @@ def part_text(value: object) -> str:
     parts = _PartsBuilder()
     parts.content(value)
     return "\n".join(parts.texts)
+
+
+def reported_input_tokens(value: object) -> int | None:
+    """The input tokens a provider reported for one request, or ``None``.
+
+    ``value`` is an ai message (LangChain object or dict, any serialised form) carrying
+    ``usage_metadata["input_tokens"]``; a usage record (``{"input_tokens": n}``,
+    ``{"prompt_tokens": n}``, or an object with those attributes); a raw response
+    carrying one as ``usage`` or ``usage_metadata``; or the count itself.
+    """
+    if isinstance(value, int):
+        return value if value > 0 and not isinstance(value, bool) else None
+    fields = _payload(value)[0] if isinstance(value, Mapping) else value
+    for key in ("usage_metadata", "usage"):
+        usage = _get(fields, key)
+        if usage is not None:
+            return _usage_input(usage)
+    return _usage_input(fields)
+
+
+def _usage_input(usage: object) -> int | None:
+    for key in ("input_tokens", "prompt_tokens"):
+        n = _get(usage, key)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n
+    return None

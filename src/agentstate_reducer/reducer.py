@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import operator
@@ -22,9 +23,17 @@ from .config import (
     TokenCounterLike,
 )
 from .edit import ContextEdit, EditOption, edit_messages
-from .errors import MessageFormatError, OutboxError
+from .errors import ConfigError, MessageFormatError, OutboxError
 from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
-from .messages import MessageView, is_injected, is_merge_update, message_id, read_messages
+from .messages import (
+    AI,
+    MessageView,
+    is_injected,
+    is_merge_update,
+    message_id,
+    read_messages,
+    reported_input_tokens,
+)
 from .plan import Plan, Settled, make_plan, plan_append, settle
 from .summary import (
     Summarizer,
@@ -33,11 +42,25 @@ from .summary import (
     match_shape,
     summary_key,
 )
-from .tokens import TokenCountCache, resolve_token_counter
+from .tokens import (
+    REPLY_PRIMING_TOKENS,
+    Calibration,
+    TokenCountCache,
+    request_overhead,
+    resolve_token_counter,
+)
 
 __all__ = ("MessageReducer", "as_message_list", "hard_message_limit")
 
 logger = logging.getLogger("agentstate_reducer")
+
+#: How far back from the end of a history the latest ai message is looked for, for the
+#: usage it reports (past tool results and a new question).
+_USAGE_LOOKBACK = 8
+#: Threads (namespaces) whose calibration is remembered, and ai messages remembered as
+#: observed, at most; the oldest are forgotten first.
+_MAX_CALIBRATIONS = 1024
+_MAX_OBSERVED = 4096
 
 
 def as_message_list(value: Any) -> list[Any]:
@@ -225,6 +248,10 @@ class MessageReducer:
     dedupe_on_prune: _Setting[bool] = _Setting()
     dedupe_window: _Setting[int] = _Setting()
     start_on: _Setting[str | None] = _Setting()
+    model: _Setting[Any] = _Setting()
+    tools: _Setting[tuple[Any, ...]] = _Setting()
+    system_prompt: _Setting[str | None] = _Setting()
+    calibrate_from_usage: _Setting[bool] = _Setting()
     pin: _Setting[PinLike | None] = _Setting()
     context_edits: _Setting[tuple[EditOption, ...]] = _Setting()
 
@@ -243,11 +270,22 @@ class MessageReducer:
         # Token mode resolves its counter now, so a missing extra for "tiktoken" fails
         # here; count mode resolves one only if count_tokens() is called.
         self._token_counts: TokenCountCache | None = (
-            TokenCountCache(resolve_token_counter(config.token_counter))
-            if config.token_mode
-            else None
+            TokenCountCache(resolve_token_counter(config.counter)) if config.token_mode else None
         )
         self._token_counts_lock = threading.Lock()
+        # What every request adds to the history (system prompt, tool schemas), counted
+        # once; the middleware may add what it sees the agent send.
+        self._overhead = (
+            request_overhead(
+                self._token_counts.counter, tools=config.tools, system_prompt=config.system_prompt
+            )
+            if self._token_counts is not None
+            else 0
+        )
+        self._calibrations: dict[Any, Calibration] = {}
+        self._observed: dict[str, None] = {}
+        self._budgets: dict[tuple[int, int | None], ReducerConfig] = {}
+        self._calibration_lock = threading.Lock()
         self._summary_reserve: int | None = None
         self._chains: OrderedDict[int, _Chain] = OrderedDict()
         self._chains_lock = threading.Lock()
@@ -269,13 +307,19 @@ class MessageReducer:
 
     # -- the pure part -----------------------------------------------------------
 
-    def plan(self, messages: list[Any]) -> Plan:
+    def plan(self, messages: list[Any], *, namespace: Any = None) -> Plan:
         """Plan a reduce of ``messages`` without running any effect.
 
         In token mode every message is counted, so the plan's ``total_tokens`` is exact
-        (``reduce()`` counts lazily and may not know it).
+        (``reduce()`` counts lazily and may not know it). The budgets are what
+        ``max_tokens`` / ``target_tokens`` leave once the request overhead
+        (``system_prompt``, ``tools``) is set aside, divided by the calibration factor of
+        ``namespace`` (see :meth:`calibrate`); usage reported on the latest ai message is
+        learned first.
         """
-        return self._plan(messages, self.config, [], reserve=self._reserve())[0]
+        return self._plan(
+            messages, self.config, [], reserve=self._reserve(), namespace=namespace
+        )[0]
 
     def _plan(
         self,
@@ -284,11 +328,14 @@ class MessageReducer:
         keep: list[int],
         *,
         reserve: int,
+        namespace: Any = None,
         lazy: bool = False,
         read: tuple[list[MessageView], Sequence[int] | None] | None = None,
     ) -> tuple[Plan, list[MessageView], Sequence[int] | None]:
         """The plan, with the views and counts it used; ``lazy``: in token mode, messages
-        that cannot survive are not counted; ``read``: the views and counts to use."""
+        that cannot survive are not counted; ``read``: the views and counts to use. With
+        ``self.config``, token mode plans against the budget of ``namespace`` (overhead
+        and calibration, see :meth:`plan`)."""
         cache = self._token_counts
         counts: Sequence[int] | None
         if read is not None:  # what the edit step read and counted
@@ -300,6 +347,10 @@ class MessageReducer:
             views, counts = cache.read(messages)
         else:
             views, counts = read_messages(messages), None
+        if config.token_mode and counts is not None and config is self.config:
+            if config.calibrate_from_usage:
+                self._learn(messages, views, counts, namespace)
+            config = self._budget(namespace)
         plan = make_plan(views, config, counts, pinned=keep, reserve=reserve)
         if plan.triggered and config.pin is not None:
             # Pins matter only once the threshold is passed: ask the predicate only then.
@@ -311,6 +362,104 @@ class MessageReducer:
             if pinned:
                 plan = make_plan(views, config, counts, pinned=[*keep, *pinned], reserve=reserve)
         return plan, views, counts
+
+    # -- budgets and calibration -------------------------------------------------
+
+    def calibration(self, namespace: Any = None) -> Calibration:
+        """The :class:`~agentstate_reducer.tokens.Calibration` of ``namespace`` (per thread)."""
+        key = _key(namespace)
+        with self._calibration_lock:
+            found = self._calibrations.get(key)
+            if found is None:
+                found = self._calibrations[key] = Calibration()
+                if len(self._calibrations) > _MAX_CALIBRATIONS:
+                    del self._calibrations[next(iter(self._calibrations))]
+            return found
+
+    def calibrate(self, messages: Any, reported: Any, *, namespace: Any = None) -> float:
+        """Learn from one request: the messages sent and the input tokens the provider reported.
+
+        ``reported`` is the count of input tokens, a usage record (``{"input_tokens": n}``,
+        ``{"prompt_tokens": n}``), a raw response carrying one, or the ai message that
+        came back (its ``usage_metadata``). The estimate compared with it is the count of
+        ``messages`` plus the request overhead (``system_prompt``, ``tools``) and the
+        reply priming. Returns the new correction factor of ``namespace``.
+
+        Raises:
+            ConfigError: no positive input-token count can be read from ``reported``.
+        """
+        tokens = reported_input_tokens(reported)
+        if tokens is None:
+            raise ConfigError(
+                "reported must be a positive count of input tokens, a usage record or a "
+                f"message with usage_metadata, got {reported!r:.80}"
+            )
+        counts = self.count_tokens(as_message_list(messages))
+        estimated = sum(counts) + self._overhead + REPLY_PRIMING_TOKENS
+        return self.calibration(namespace).observe(estimated, tokens)
+
+    def set_request_overhead(self, *, tools: Any = (), system_prompt: str | None = None) -> int:
+        """Count what each request sends besides the history, replacing the config's.
+
+        For integrations that see the request (the agent middleware); returns the tokens.
+        """
+        cache = self._token_counts
+        counter = cache.counter if cache is not None else resolve_token_counter(self.config.counter)
+        overhead = request_overhead(
+            counter,
+            tools=[*self.config.tools, *(tools or ())],
+            system_prompt=system_prompt if system_prompt is not None else self.config.system_prompt,
+        )
+        with self._calibration_lock:
+            self._overhead = overhead
+        return overhead
+
+    def _learn(
+        self, messages: list[Any], views: list[Any], counts: Sequence[int], namespace: Any
+    ) -> None:
+        """Observe the usage the latest ai message reports for the request that produced it.
+
+        That request held the messages before it (as the reducer left them), plus the
+        overhead; each ai message, by id, is observed once.
+        """
+        n = len(views)
+        for i in range(n - 1, max(n - _USAGE_LOOKBACK, 0) - 1, -1):
+            if views[i].role != AI:
+                continue
+            ident = views[i].id
+            reported = reported_input_tokens(messages[i]) if ident is not None else None
+            if reported is None or i == 0:
+                return
+            with self._calibration_lock:
+                if ident in self._observed:
+                    return
+                self._observed[ident] = None
+                if len(self._observed) > _MAX_OBSERVED:
+                    del self._observed[next(iter(self._observed))]
+            estimated = sum(counts[:i]) + self._overhead + REPLY_PRIMING_TOKENS
+            self.calibration(namespace).observe(estimated, reported)
+            return
+
+    def _budget(self, namespace: Any) -> ReducerConfig:
+        """The config with its token budgets for the messages alone, in the counter's units."""
+        config = self.config
+        found = self._calibrations.get(_key(namespace))
+        factor = found.factor if found is not None else 1.0
+        overhead = self._overhead
+        if factor == 1.0 and not overhead:
+            return config
+        assert config.max_tokens is not None
+        high = max(1, int(config.max_tokens / factor) - overhead)
+        target = config.target_tokens
+        low = None if target is None else min(high, max(1, int(target / factor) - overhead))
+        key = (high, low)
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = dataclasses.replace(config, max_tokens=high, target_tokens=low)
+            if len(self._budgets) > 64:
+                self._budgets.clear()
+            self._budgets[key] = budget
+        return budget
 
     def _reserve(self) -> int:
         """Tokens kept free for the summary block: the built-in summariser's cap plus
@@ -344,27 +493,28 @@ class MessageReducer:
             with self._token_counts_lock:
                 if self._token_counts is None:
                     self._token_counts = TokenCountCache(
-                        resolve_token_counter(self.config.token_counter)
+                        resolve_token_counter(self.config.counter)
                     )
                 cache = self._token_counts
         return cache
 
     def _prepare(
-        self, existing: Any, new: Any
+        self, existing: Any, new: Any, namespace: Any = None
     ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...]]:
         messages = _concat(existing, new)
         if self.config.context_edits:
-            return self._prepare_edited(messages)
-        fast = self._append(existing, messages)
-        if fast is not None:
-            return messages, fast, None, ()
+            return self._prepare_edited(messages, namespace)
+        if self._plain_budget(messages, len(messages) - len(as_message_list(new)), namespace):
+            fast = self._append(existing, messages)
+            if fast is not None:
+                return messages, fast, None, ()
         plan, views, counts = self._plan(
-            messages, self.config, [], reserve=self._reserve(), lazy=True
+            messages, self.config, [], reserve=self._reserve(), namespace=namespace, lazy=True
         )
         return messages, plan, (views, counts), ()
 
     def _prepare_edited(
-        self, messages: list[Any]
+        self, messages: list[Any], namespace: Any = None
     ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...]]:
         """Edit first; the plan then sees the edited counts, so it prunes only what is
         still over the threshold. (No incremental path: every reduce reads the list.)"""
@@ -381,9 +531,23 @@ class MessageReducer:
             self.config,
             [],
             reserve=self._reserve(),
+            namespace=namespace,
             read=(views, outcome.counts),
         )
         return outcome.messages, plan, None, outcome.edits
+
+    def _plain_budget(self, messages: list[Any], start: int, namespace: Any) -> bool:
+        """Whether the incremental path may plan ``messages`` (new from ``start``): it
+        knows only ``self.config``, so not while the request overhead or the calibration
+        factor of ``namespace`` changes the budget, nor when a new message reports usage
+        to learn from (the full path learns it, then plans with the new factor)."""
+        if self._token_counts is None:
+            return True
+        if self._budget(namespace) is not self.config:
+            return False
+        if self.config.calibrate_from_usage:
+            return all(reported_input_tokens(m) is None for m in messages[start:])
+        return True
 
     # -- the incremental path: a reduce of the list the last one returned -------------
 
@@ -652,7 +816,7 @@ class MessageReducer:
                 released from the dedupe ledger, so a retried step hands it over again.
         """
         self._check_sync()
-        messages, plan, memo, edits = self._prepare(existing, new)
+        messages, plan, memo, edits = self._prepare(existing, new, namespace)
         if not plan.pruned and not edits:
             result = ReducerResult(messages, [], None)
             self._note(messages, plan, memo, result)
@@ -720,7 +884,7 @@ class MessageReducer:
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
-        messages, plan, memo, edits = self._prepare(existing, new)
+        messages, plan, memo, edits = self._prepare(existing, new, namespace)
         if not plan.pruned and not edits:
             result = ReducerResult(messages, [], None)
             self._note(messages, plan, memo, result)
@@ -847,6 +1011,15 @@ def _log_hook_error(i: int, exc: Exception, pruned: list[Any]) -> None:
         [message_id(m) for m in pruned[:20]],
         type(exc).__name__,
     )
+
+
+def _key(namespace: Any) -> Any:
+    """A namespace as a dict key (a list one by its repr)."""
+    try:
+        hash(namespace)
+    except TypeError:
+        return repr(namespace)
+    return namespace
 
 
 def _refuse_awaitable(value: object, name: str) -> None:

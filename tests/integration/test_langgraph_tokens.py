@@ -61,3 +61,48 @@ def test_two_hundred_turns_tokenize_each_text_once(kit: Any) -> None:
     assert len(model.contexts) > TURNS  # a request per answer, one more per tool round
     assert seen, "the counter was used"
     assert max(seen.values()) == 1, seen.most_common(3)
+
+
+MIDDLEWARE_TURNS = 30
+MIDDLEWARE_BUDGET = 900
+
+
+@pytest.mark.slow
+def test_the_middleware_leaves_room_for_the_tools_and_system_prompt(kit: Any) -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from agentstate_reducer.langgraph import ReducingMiddleware
+
+    counter = tokens.exact_token_counter()
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            min_messages=2, max_tokens=MIDDLEWARE_BUDGET, token_counter="o200k_base",
+            start_on="human",
+        )
+    )
+    model = kit.model(MIDDLEWARE_TURNS)
+    agent = create_agent(
+        model,
+        list(kit.tools),
+        system_prompt=kit.system_prompt,
+        middleware=[ReducingMiddleware(reducer)],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "tokens-mw"}}
+    for turn in range(MIDDLEWARE_TURNS):
+        agent.invoke({"messages": [kit.human(turn)]}, config)
+    overhead = tokens.request_overhead(
+        counter, tools=list(kit.tools), system_prompt=kit.system_prompt
+    )
+    assert overhead > 50
+    assert reducer._overhead == overhead
+    sizes = []
+    for context in model.contexts:
+        body = [m for m in context if m.type != "system"]
+        for provider in ("openai", "anthropic"):
+            assert validate_history(body, provider=provider) == [], provider
+        sizes.append(sum(counter(m) for m in body))
+    # From the second request on, the history the model gets fits what the budget leaves.
+    assert max(sizes[1:]) + overhead <= MIDDLEWARE_BUDGET
+    assert max(sizes) + overhead > MIDDLEWARE_BUDGET // 2  # the budget was reached

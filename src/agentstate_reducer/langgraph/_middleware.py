@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 try:
-    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ModelRequest,
+        ModelResponse,
+    )
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     raise ImportError(
         "ReducingMiddleware needs langchain (langchain.agents); install it with "
@@ -29,17 +35,52 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     messages reach the reducer's hooks under :func:`memory_namespace` of the run
     config. ``abefore_model`` (under ``ainvoke``) awaits ``areduce()``.
 
+    In token mode, what each model request sends besides the history is counted once
+    against the budget: ``tools`` given here, and the tools and system prompt the agent
+    sends, as ``wrap_model_call`` sees them (from the first request on; the reduce before
+    the very first request knows only ``tools`` and the reducer's config).
+
     Example:
         >>> from langchain.agents import create_agent                 # doctest: +SKIP
         >>> agent = create_agent(model, tools, middleware=[ReducingMiddleware(reducer)])
     """
 
-    def __init__(self, reducer: MessageReducer) -> None:
+    def __init__(self, reducer: MessageReducer, *, tools: Sequence[Any] = ()) -> None:
         if not isinstance(reducer, MessageReducer):
             raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
         super().__init__()
         #: The reducer run before each model call.
         self.reducer = reducer
+        self._extra_tools = list(tools)
+        self._seen: tuple[Any, ...] | None = None
+        if self._extra_tools and reducer.config.token_mode:
+            reducer.set_request_overhead(tools=self._extra_tools)
+
+    def _see(self, request: ModelRequest) -> None:
+        """Count the request's tools and system prompt once, when they change."""
+        if not self.reducer.config.token_mode:
+            return
+        tools = list(request.tools or ())
+        seen = (tuple(map(id, tools)), request.system_prompt)
+        if seen != self._seen:
+            self._seen = seen
+            self.reducer.set_request_overhead(
+                tools=[*self._extra_tools, *tools], system_prompt=request.system_prompt
+            )
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        self._see(request)
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        self._see(request)
+        return await handler(request)
 
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
