@@ -263,3 +263,64 @@ def test_a_negative_count_makes_the_plan_count_everything() -> None:
     lazy = MessageReducer(config=config).reduce(existing=history)
     eager = MessageReducer(config=config).plan(history)
     assert [history[i] for i in eager.pruned] == lazy.pruned
+
+
+def _reporting(message: Any, tokens: int) -> Any:
+    """``message`` as an ai reply carrying ``usage_metadata`` (input ``tokens``)."""
+    usage = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens + 1}
+    if isinstance(message, dict):
+        return {**message, "usage_metadata": usage}
+    return message.model_copy(update={"usage_metadata": usage})
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    histories(max_turns=14),
+    st.integers(8, 120),
+    st.booleans(),
+    st.lists(st.integers(1, 400), min_size=1, max_size=8),
+    operations,
+)
+def test_the_budget_is_the_same_on_the_incremental_path(
+    pool: list[Any],
+    high: int,
+    overhead: bool,
+    reports: list[int],
+    ops: list[tuple[str, int, int]],
+) -> None:
+    """Request overhead (system prompt, tools) and the calibration factor learned from
+    usage_metadata give every step exactly what a fresh reducer with the same
+    calibration gives, and both learn the same factor."""
+    options: dict[str, Any] = {}
+    if overhead:
+        options = {"system_prompt": "answer briefly, cite sources", "tools": [{"name": "lookup"}]}
+    config = ReducerConfig(
+        max_tokens=high, target_tokens=high // 2, token_counter=_content_tokens, **options
+    )
+    pool = [
+        _reporting(m, reports[k % len(reports)]) if read_message(m).role == "ai" else m
+        for k, m in enumerate(pool)
+    ]
+    reducer = MessageReducer(config=config)
+    state: list[Any] = []
+    at = 0
+    for op, pick, k in ops:
+        new: Any = None
+        if op in ("append", "include", "edit", "swap"):
+            new, at = pool[at : at + k], at + k
+        elif not state:
+            continue
+        else:
+            del state[pick % len(state)]
+        fresh = MessageReducer(config=config)
+        for key, learned in reducer._calibrations.items():
+            twin = fresh.calibration(key)
+            twin._reported, twin._estimated = learned._reported, learned._estimated
+            twin.factor, twin.observations = learned.factor, learned.observations
+        fresh._observed = dict(reducer._observed)
+        want = fresh.reduce(existing=list(state), new=copy.copy(new), namespace="t")
+        got = reducer.reduce(existing=state, new=new, namespace="t")
+        assert got.surviving == want.surviving
+        assert got.pruned == want.pruned
+        assert reducer.calibration("t").factor == fresh.calibration("t").factor
+        state = got.surviving
