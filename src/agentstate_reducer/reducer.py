@@ -525,7 +525,12 @@ class MessageReducer:
         else:  # count mode counts only what the edit step looks at
             views, counts = read_messages(messages), None
         count = lambda m: cache.counts([m])[0]  # noqa: E731 - an edited copy, remembered
-        outcome = edit_messages(messages, views, counts, self.config, count)
+        budget = self.config
+        if counts is not None:  # the edit step fires at the budget the plan prunes at
+            if budget.calibrate_from_usage:
+                self._learn(messages, views, counts, namespace)
+            budget = self._budget(namespace)
+        outcome = edit_messages(messages, views, counts, budget, count)
         plan, _, _ = self._plan(
             outcome.messages,
             self.config,

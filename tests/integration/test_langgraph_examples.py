@@ -16,7 +16,7 @@ EXPECTED = {
     "langgraph_agent.py": "remembered: 11",
     "langgraph_react_agent.py": "remembered: 11",
     "langgraph_custom_saver.py": "turn 3: stored 4 messages",
-    "langgraph_context_editing.py": "stored originals: 4",
+    "langgraph_context_editing.py": "stored originals: 5",
     "langgraph_async.py": "remembered: ['echo: hello 0', 'echo: hello 1', 'hello 0', 'hello 1']",
 }
 
