@@ -8,14 +8,14 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import MessageReducer, agent_config
 from agentstate_reducer.langgraph import ReducingMiddleware, store_hook
 
 
 def main() -> None:
     store = InMemoryStore()
     reducer = MessageReducer(
-        config=ReducerConfig(
+        config=agent_config(
             min_messages=4,
             max_messages=8,
             preserve_first=False,  # the system prompt is not in the state

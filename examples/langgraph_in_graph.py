@@ -13,12 +13,12 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.memory import InMemoryStore
 from typing_extensions import TypedDict
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import MessageReducer, agent_config
 from agentstate_reducer.langgraph import reducing_add_messages, store_hook
 
 store = InMemoryStore()
 reducer = MessageReducer(
-    config=ReducerConfig(min_messages=4, max_messages=8, on_prune=[store_hook(store)])
+    config=agent_config(min_messages=4, max_messages=8, on_prune=[store_hook(store)])
 )
 
 

@@ -15,14 +15,14 @@ from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import MessageReducer, agent_config
 from agentstate_reducer.langgraph import reducing_pre_model_hook, store_hook
 
 
 def main() -> None:
     store = InMemoryStore()
     reducer = MessageReducer(
-        config=ReducerConfig(
+        config=agent_config(
             min_messages=4, max_messages=8, preserve_first=False, on_prune=[store_hook(store)]
         )
     )

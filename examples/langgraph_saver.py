@@ -12,7 +12,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.memory import InMemoryStore
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import MessageReducer, agent_config
 from agentstate_reducer.langgraph import ReducingSaver, store_hook
 
 
@@ -34,7 +34,7 @@ def assistant(state: MessagesState) -> dict[str, list[AIMessage]]:
 def main() -> None:
     store = InMemoryStore()
     reducer = MessageReducer(
-        config=ReducerConfig(min_messages=4, max_messages=8, on_prune=[store_hook(store)])
+        config=agent_config(min_messages=4, max_messages=8, on_prune=[store_hook(store)])
     )
     conn = sqlite3.connect(":memory:", check_same_thread=False)
     saver = ReducingSaver(SqliteSaver(conn), reducer)

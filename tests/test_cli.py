@@ -860,3 +860,39 @@ def test_output_is_the_reducers_survivors_in_the_input_shape(
     assert _survivors(shape, dumped) == expected
     if shape == "anthropic":
         assert json.loads(dumped)["system"] == "be kind"
+
+
+def test_repair_dangling_calls_adds_a_synthetic_result(tmp_path: Path) -> None:
+    call = {"id": "call_9", "type": "function", "function": {"name": "book", "arguments": "{}"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "book it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "user", "content": "never mind"},
+    ]
+    path = write(tmp_path, "dead.json", json.dumps(messages))
+    proc = run("reduce", path)
+    assert proc.returncode == 3 and "[unanswered-call]" in proc.stderr
+    out = json.loads(ok("reduce", path, "--repair-dangling-calls"))
+    assert out[3] == {"role": "tool", "tool_call_id": "call_9",
+                      "content": "The tool call was interrupted; no result was recorded."}
+    assert out[:3] + out[4:] == messages
+    text = ok("reduce", path, "--repair-dangling-calls", "--explain")
+    added = explain_rows(text)["+"]
+    assert (added[0], added[2], added[3]) == ("tool", "added", "repair: no result recorded")
+    assert "1 synthetic result added" in text and "openai rules, output: OK" in text
+
+
+def test_explain_says_why_the_survivors_are_over_the_budget(tmp_path: Path) -> None:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "s"},
+                                      {"role": "user", "content": "go"}]
+    for i in range(5):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"r{i}"}]
+    path = write(tmp_path, "turn.json", json.dumps(messages))
+    text = ok("reduce", path, *SMALL, "--explain")
+    rows = explain_rows(text)
+    assert all(r[2:4] == ["kept", "current turn"] for k, r in rows.items() if k != "0")
+    assert ("over: 12 messages kept, over the budget of 8: the current turn is never pruned "
+            "while it has tool calls") in text

@@ -221,3 +221,79 @@ def test_injected_summary_alternates_with_the_kept_tail() -> None:
     roles = [read_message(m).role for m in surviving]
     assert roles == ["system", "human", "ai", "human", "ai", "ai"]
     assert validate_history(surviving, provider="anthropic") == []
+
+
+# -- the current turn and dead calls, in every shape --------------------------------------
+
+
+def _turn_of(history: list[Any], start: int) -> tuple[int | None, list[int], list[int]]:
+    """(opener, indices of the turn, ai indices of its steps), read the slow way."""
+    views = read_messages(history)
+    openers = [i for i, v in enumerate(views) if v.role == "human" and not v.answers]
+    opener = openers[-1] if openers else None
+    begin = opener if opener is not None else start
+    steps = [i for i in range(begin, len(views)) if views[i].role == "ai" and views[i].calls]
+    return opener, list(range(begin, len(views))), steps
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    history=histories(),
+    mode=st.sampled_from(["count", "token"]),
+    start_on=st.sampled_from([None, "human"]),
+    data=st.data(),
+)
+def test_the_current_turn_survives_in_every_shape(
+    history: list[Any], mode: str, start_on: str | None, data: st.DataObject
+) -> None:
+    config = data.draw(_configs(mode, True, False, start_on), label="config")
+    result = MessageReducer(config=config).reduce(history)
+    kept = {id(m) for m in result.surviving}
+    opener, turn, steps = _turn_of(history, 1 if history else 0)
+    if steps:
+        if opener is not None and opener > 0:
+            assert id(history[opener]) in kept
+        if mode == "count":
+            assert all(id(history[i]) in kept for i in turn if i > 0)
+        else:
+            assert id(history[steps[-1]]) in kept  # the latest step's call, always
+    if start_on == "human" and opener is not None:
+        assert id(history[opener]) in kept  # the latest question, always
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_repair_makes_an_abandoned_call_valid_in_every_shape(
+    provider: str, data: st.DataObject
+) -> None:
+    from strategies import Calls, render, scripts
+
+    from agentstate_reducer import agent_config
+
+    script = data.draw(scripts(openai_only=provider == "openai"), label="script")
+    shape = data.draw(st.sampled_from(["openai", "langchain", "anthropic", "langchain_blocks"]))
+    history = render(script, shape)
+    mode = data.draw(st.sampled_from(["count", "token"]), label="mode")
+    base = data.draw(_configs(mode, True, False, "human"), label="config")
+    options = {f: getattr(base, f) for f in ("min_messages", "max_messages", "max_tokens",
+                                             "target_tokens", "token_counter")}
+    reducer = MessageReducer(config=agent_config(**options))
+    pending = bool(script.events) and isinstance(script.events[-1], Calls)
+    result = reducer.reduce(history)
+    assert result.repaired == []  # valid histories have no dead call; pending ones stay
+    if pending:
+        assert result.surviving[-1] is history[-1]
+    # The user abandons the pending call: it is dead, and gets a result.
+    follow = render(type(script)([*script.events, *_say_human()]), shape)[-1]
+    result = reducer.reduce([*history, follow])
+    if pending and any(m is history[-1] for m in result.surviving):
+        assert len(result.repaired) >= 1
+    assert validate_history(result.surviving, provider=provider) == []
+    assert reducer.reduce(result.surviving).surviving == result.surviving
+
+
+def _say_human() -> list[Any]:
+    from strategies import Say
+
+    return [Say("human", "never mind")]

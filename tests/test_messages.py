@@ -173,3 +173,33 @@ def test_message_parts_reads_text_blocks_not_reprs() -> None:
         AIMessage(content="", tool_calls=[{"id": "c", "name": "g", "args": {"b": 2}}])
     )
     assert lc_call.tool_calls == (("g", '{"b":2}'),)
+
+
+def test_synthetic_results_are_written_in_the_issuers_shape() -> None:
+    from langchain_core.load import dumpd
+    from langchain_core.messages import AIMessage, ToolMessage, messages_to_dict
+
+    from agentstate_reducer.messages import INTERRUPTED_RESULT, synthetic_results
+
+    openai = {"role": "assistant", "content": None, "id": "a",
+              "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f"}}]}
+    [result] = synthetic_results(openai, ("x",))
+    assert result == {"role": "tool", "tool_call_id": "x", "content": INTERRUPTED_RESULT,
+                      "id": "synthetic-result-x"}
+    anthropic = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "x", "name": "f", "input": {}},
+        {"type": "tool_use", "id": "y", "name": "f", "input": {}},
+    ]}
+    [user] = synthetic_results(anthropic, ("x", "y"))
+    assert user["role"] == "user" and "id" not in user
+    assert [b["tool_use_id"] for b in user["content"]] == ["x", "y"]
+    assert all(b["type"] == "tool_result" and b["is_error"] for b in user["content"])
+    message = AIMessage(content="", id="a", tool_calls=[{"id": "x", "name": "f", "args": {}}])
+    [tool] = synthetic_results(message, ("x",))
+    assert isinstance(tool, ToolMessage) and tool.status == "error"
+    assert (tool.tool_call_id, tool.id) == ("x", "synthetic-result-x")
+    for form in (messages_to_dict([message])[0], dumpd(message),
+                 {"type": "ai", "content": "", "tool_calls": [{"id": "x"}]}):
+        [written] = synthetic_results(form, ("x",))
+        view = read_message(written)
+        assert (view.role, view.answers) == ("tool", ("x",))

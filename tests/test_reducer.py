@@ -711,9 +711,18 @@ def orphan_free(messages: list[Any]) -> bool:
     st.booleans(),
     st.sampled_from([None, 60, 200]),
     st.integers(0, 50),
+    st.sampled_from([None, "human"]),
+    st.booleans(),
 )
 def test_laws(
-    history: list[Any], lo: int, extra: int, first: bool, max_tokens: int | None, slack: int
+    history: list[Any],
+    lo: int,
+    extra: int,
+    first: bool,
+    max_tokens: int | None,
+    slack: int,
+    start_on: str | None,
+    repair: bool,
 ) -> None:
     target = None if max_tokens is None else max(1, max_tokens - slack)
     cfg = ReducerConfig(
@@ -723,9 +732,15 @@ def test_laws(
         target_tokens=target,
         token_counter="approximate" if max_tokens else None,
         preserve_first=first,
+        start_on=start_on,
+        repair_dangling_calls=repair,
     )
     reducer = MessageReducer(config=cfg)
     result = reducer.reduce(existing=history)
+    assert result.repaired == []  # these histories have no dead call
+    if start_on or repair:
+        assert reducer.reduce(existing=result.surviving).pruned == []
+        return
     # An order-preserving partition of the input, by identity.
     ids = {id(m): i for i, m in enumerate(history)}
     kept = [ids[id(m)] for m in result.surviving]
@@ -739,7 +754,7 @@ def test_laws(
     assert reducer.reduce(existing=result.surviving).pruned == []
     counts = reducer.count_tokens(history)
     if max_tokens is not None and target is not None and sum(counts) > max_tokens:
-        busy = reducer.plan(history).protected  # the exchange in progress stays
+        busy = reducer.plan(history).protected  # the current turn stays
         fixed = sum(
             c
             for i, (m, c) in enumerate(zip(history, counts, strict=True))
@@ -786,3 +801,121 @@ def test_injected_summaries_never_reach_on_prune() -> None:
     delivered = [m["id"] for m in got]
     assert len(delivered) == len(set(delivered))
     assert set(delivered) <= set(conversation) and len(delivered) > 20
+
+
+# -- figures -----------------------------------------------------------------------------
+
+
+def test_result_figures_count_mode() -> None:
+    history = msgs(9)
+    result = MessageReducer(min_messages=2, max_messages=4).reduce(history)
+    assert (result.messages_before, result.messages_after) == (10, 3)
+    assert result.pruned_by_reason == {"in window": 7}
+    assert (result.tokens_before, result.tokens_after) == (None, None)
+    assert not result.over_budget and not result.over_target and result.over_because == ()
+    # The documented fields still work positionally.
+    surviving, pruned, summary = result.surviving, result.pruned, result.summary
+    assert ReducerResult(surviving, pruned, summary) == ReducerResult(surviving, pruned)
+
+
+def agent_turn(shape: str, steps: int, tag: str) -> list[Any]:
+    out = [human(shape, f"question {tag}", f"h{tag}")]
+    for s in range(steps):
+        out.append(ai(shape, "", f"a{tag}.{s}", [f"c{tag}.{s}"]))
+        out.extend(results(shape, [f"c{tag}.{s}"], f"r{tag}.{s}"))
+    return out
+
+
+def test_result_figures_say_why_the_survivors_are_over_budget() -> None:
+    history = [system("openai", "be brief", "s"), *agent_turn("openai", 5, "t")]
+    result = MessageReducer(min_messages=4, max_messages=8).reduce(history)
+    assert result.pruned == []
+    assert result.over_budget and result.over_because == ("current turn",)
+    cfg = ReducerConfig(max_tokens=60, target_tokens=40, token_counter=lambda m: 10)
+    tokens = MessageReducer(config=cfg).reduce(history)
+    assert tokens.tokens_before == 120
+    assert tokens.tokens_after == 40  # system, question, and the latest step
+    assert tokens.pruned_by_reason == {"old step": 4, "cascade": 4}
+    assert not tokens.over_target
+
+
+# -- repair_dangling_calls ----------------------------------------------------------------
+
+
+SHAPES = ("openai", "anthropic", "langchain")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_dead_call_gets_a_synthetic_result_in_the_conversations_shape(shape: str) -> None:
+    from agentstate_reducer import agent_config, validate_history
+
+    history = [
+        system(shape, "be brief", "s"),
+        human(shape, "book it", "h1"),
+        ai(shape, "", "a1", ["book"]),
+        human(shape, "never mind, what time is it?", "h2"),  # the interrupt was abandoned
+    ]
+    provider = "anthropic" if shape == "anthropic" else "openai"
+    assert validate_history(history, provider=provider) != []
+    reducer = MessageReducer(config=agent_config(min_messages=10, max_messages=20))
+    result = reducer.reduce(history)
+    assert validate_history(result.surviving, provider=provider) == []
+    assert len(result.repaired) == 1 and result.surviving[3] is result.repaired[0]
+    assert read_message(result.repaired[0]).answers == ("book",)
+    assert result.pruned == [] and result.messages_before == 4 and result.messages_after == 5
+    # Deterministic: the same dead call always gets the same result, once.
+    again = reducer.reduce(history)
+    assert again.surviving == result.surviving
+    assert reducer.reduce(result.surviving).repaired == []
+    assert reducer.reduce(result.surviving).surviving == result.surviving
+    # Off by default: the documented API is unchanged.
+    assert MessageReducer(10, 20).reduce(history).surviving == history
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_pending_calls_are_never_repaired(shape: str) -> None:
+    from agentstate_reducer import agent_config
+
+    reducer = MessageReducer(config=agent_config(min_messages=10, max_messages=20))
+    pending = [human(shape, "book it", "h1"), ai(shape, "", "a1", ["x", "y"])]
+    assert reducer.reduce(pending).surviving == pending
+    part = [*pending, *results(shape, ["x"], "r")]
+    assert reducer.reduce(part).surviving == part
+    assert reducer.reduce(part).repaired == []
+
+
+def test_a_synthetic_result_of_a_pruned_call_is_never_reported_as_pruned() -> None:
+    history = [
+        system("openai", "s", "s"),
+        human("openai", "q1", "h1"),
+        ai("openai", "", "a1", ["dead"]),
+        human("openai", "q2", "h2"),
+        ai("openai", "a2", "a2"),
+        human("openai", "q3", "h3"),
+        ai("openai", "a3", "a3"),
+    ]
+    cfg = ReducerConfig(min_messages=2, max_messages=4, repair_dangling_calls=True)
+    result = MessageReducer(config=cfg).reduce(history)
+    assert [m["id"] for m in result.pruned] == ["h1", "a1", "h2", "a2"]
+    assert result.repaired == []
+    assert result.pruned_by_reason == {"in window": 4}
+
+
+def test_repair_dangling_calls_must_be_a_bool() -> None:
+    from agentstate_reducer import ConfigError
+
+    with pytest.raises(ConfigError, match="repair_dangling_calls must be True or False, got 1"):
+        ReducerConfig(repair_dangling_calls=1)  # type: ignore[arg-type]
+
+
+def test_agent_config_is_the_provider_valid_combination() -> None:
+    from agentstate_reducer import agent_config
+
+    cfg = agent_config(min_messages=4, max_messages=8)
+    assert (cfg.start_on, cfg.repair_dangling_calls, cfg.cascade_tool_messages) == (
+        "human",
+        True,
+        True,
+    )
+    assert agent_config(start_on=None).start_on is None
+    assert MessageReducer(config=cfg).repair_dangling_calls is True

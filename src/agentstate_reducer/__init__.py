@@ -21,6 +21,7 @@ __all__ = (
     "RememberFn",
     "Summarizer",
     "UnstorableError",
+    "agent_config",
     "check_history",
     "default_summary_messages_factory",
     "resolve_token_counter",
@@ -29,7 +30,13 @@ __all__ = (
     "validate_history",
 )
 
-from .config import DEFAULT_NAMESPACE_KEY, ReducerConfig, ReducerResult, RememberFn
+from .config import (
+    DEFAULT_NAMESPACE_KEY,
+    ReducerConfig,
+    ReducerResult,
+    RememberFn,
+    agent_config,
+)
 from .edit import ClearToolResults, ContextEdit, Offload
 from .errors import (
     ConfigError,

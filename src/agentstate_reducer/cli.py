@@ -40,7 +40,7 @@ from .messages import (
     read_message,
 )
 from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
-from .reducer import MessageReducer
+from .reducer import MessageReducer, repair_dangling_calls
 from .tokens import TokenCounter, check_token_counter, resolve_token_counter
 from .trim import trim_messages
 from .validate import validate_history
@@ -412,10 +412,14 @@ def _counter(name: str) -> TokenCounter:
 # -- commands ------------------------------------------------------------------
 
 
-def _why(transcript: Transcript, plan: Plan, index: int) -> str:
+#: How --explain numbers a synthetic result added by --repair-dangling-calls.
+_ADDED = "+"
+
+
+def _why(labels: Sequence[str], plan: Plan, index: int) -> str:
     reason, related = plan.reason(index)
     if reason == CASCADE and related is not None:
-        return f"cascade from {transcript.label_of(related)}"
+        return f"cascade from {labels[related]}"
     if reason == START_ON:
         return "start_on human"
     return reason
@@ -458,18 +462,24 @@ def _explain(
     counter: str,
     start_on_default: bool = False,
     show_all: bool = False,
+    planned: _Planned | None = None,
 ) -> list[str]:
+    planned = planned or _Planned(transcript.messages, list(range(len(transcript.messages))))
+    labels = planned.labels(transcript)
     gone = set(plan.pruned)
     rows = []
-    for i, message in enumerate(transcript.messages):
+    for i, message in enumerate(planned.messages):
         role = read_message(message, i).role
-        rows.append([
-            transcript.label_of(i), role, str(counts[i]), "pruned" if i in gone else "kept",
-            _why(transcript, plan, i), _preview(message, i),
-        ])
+        result = "pruned" if i in gone else ("added" if labels[i] == _ADDED else "kept")
+        why = "repair: no result recorded" if labels[i] == _ADDED else _why(labels, plan, i)
+        rows.append([labels[i], role, str(counts[i]), result, why, _preview(message, i)])
     n = len(transcript.messages)
-    before = sum(counts)
-    after = before - sum(counts[i] for i in gone)
+    added = len(planned.messages) - n
+    before = sum(c for c, label in zip(counts, labels, strict=True) if label != _ADDED)
+    after = sum(counts) - sum(counts[i] for i in gone)
+    note = f"{len(gone)} pruned"
+    if added:
+        note += f", {_plural(added, 'synthetic result')} added"
     table = _table(("#", "role", "tokens", "result", "why", "content"), rows, {0, 2})
     return [
         f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
@@ -477,9 +487,37 @@ def _explain(
         "",
         *_elide(table, [r[3] for r in rows], show_all),
         "",
-        *_totals(n, before, n - len(gone), after, f"{len(gone)} pruned"),
+        *_totals(n, before, len(planned.messages) - len(gone), after, note),
         *_over(plan, config),
     ]
+
+
+@dataclass
+class _Planned:
+    """What ``reduce`` plans over: the transcript's messages, with any synthetic results."""
+
+    messages: list[Any]
+    #: Per message, its index in the transcript (a synthetic result: its call's), or -1.
+    origin: list[int]
+    added: set[int] = field(default_factory=set)
+
+    def labels(self, transcript: Transcript) -> list[str]:
+        return [
+            _ADDED if id(m) in self.added else transcript.label_of(o)
+            for m, o in zip(self.messages, self.origin, strict=True)
+        ]
+
+
+def _repaired(transcript: Transcript) -> _Planned:
+    messages, added = repair_dangling_calls(transcript.messages)
+    synthetic = {id(m) for m in added}
+    origin: list[int] = []
+    at = -1
+    for message in messages:
+        if id(message) not in synthetic:
+            at += 1
+        origin.append(at)
+    return _Planned(messages, origin, synthetic)
 
 
 def _over(plan: Plan, config: ReducerConfig) -> list[str]:
@@ -553,14 +591,20 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
     if start_on_default:
         config = dataclasses.replace(config, start_on=HUMAN)
     reducer = MessageReducer(config=config)
-    plan = reducer.plan(transcript.messages)  # what reduce() does, without hooks to run
+    planned = (
+        _repaired(transcript)
+        if args.repair_dangling_calls
+        else _Planned(transcript.messages, list(range(len(transcript.messages))))
+    )
+    plan = reducer.plan(planned.messages)  # what reduce() does, without hooks to run
     gone = set(plan.pruned)
-    origin = [i for i in range(len(transcript.messages)) if i not in gone]
-    surviving = [transcript.messages[i] for i in origin]
+    kept = [i for i in range(len(planned.messages)) if i not in gone]
+    surviving = [planned.messages[i] for i in kept]
+    origin = [planned.origin[i] for i in kept]
     if args.explain:
-        counts = reducer.count_tokens(transcript.messages)
+        counts = reducer.count_tokens(planned.messages)
         lines = _explain(
-            transcript, plan, counts, config, args.counter, start_on_default, args.all
+            transcript, plan, counts, config, args.counter, start_on_default, args.all, planned
         )
         print("\n".join(lines))
     return _finish(args, transcript, surviving, origin)
@@ -857,6 +901,9 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                        help="allow the first message (usually the system prompt) to be pruned")
     rules.add_argument("--no-cascade", dest="cascade", action="store_false",
                        help="do not prune the tool results of a pruned tool call")
+    rules.add_argument("--repair-dangling-calls", action="store_true",
+                       help="give each dead tool call (no result, and the conversation moved "
+                            "on) a synthetic result; pending calls are never touched")
     rules.add_argument("--start-on", type=_human_role, metavar="ROLE",
                        help="human (or an alias such as user): the kept tail starts on a human "
                             "message (the default for an Anthropic request); none: wherever "

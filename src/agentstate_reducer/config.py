@@ -20,6 +20,7 @@ __all__ = (
     "SummaryFactory",
     "TokenBudget",
     "TokenCounterLike",
+    "agent_config",
 )
 
 #: Key that framework integrations read from a run's ``configurable`` to find the namespace.
@@ -85,7 +86,7 @@ class ReducerConfig:
     namespace_key: str = DEFAULT_NAMESPACE_KEY
     dedupe_on_prune: bool = True
     dedupe_window: int = 10_000
-    #: ``"human"``: prune further until the kept tail starts with a human message.
+    #: ``"human"``: the kept tail starts with a human message (see docs/pruning.md).
     start_on: str | None = None
     #: Messages never pruned: ``callable(message) -> bool`` or a collection of ids. In
     #: token mode their tokens are budgeted like the preserved first message's.
@@ -103,6 +104,9 @@ class ReducerConfig:
     system_prompt: str | None = None
     #: Learn a correction factor from ``usage_metadata["input_tokens"]`` on ai messages.
     calibrate_from_usage: bool = True
+    #: Give each dead tool call (no result, and the conversation moved on) a synthetic
+    #: result in the conversation's own shape; pending calls are never touched.
+    repair_dangling_calls: bool = False
 
     def __post_init__(self) -> None:
         self._check_model()
@@ -182,6 +186,10 @@ class ReducerConfig:
         if self.start_on not in _START_ON:
             raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
         object.__setattr__(self, "context_edits", check_edits(self.context_edits))
+        if not isinstance(self.repair_dangling_calls, bool):
+            raise ConfigError(
+                f"repair_dangling_calls must be True or False, got {self.repair_dangling_calls!r}"
+            )
 
     def _check_model(self) -> None:
         if isinstance(self.model, str):
@@ -224,9 +232,10 @@ class ReducerConfig:
 
 @dataclass(frozen=True)
 class ReducerResult:
-    """What one ``reduce()`` returned."""
+    """What one ``reduce()`` returned, and the figures of the reduce."""
 
-    #: Messages that remain, in order (with the summary block when injected).
+    #: Messages that remain, in order (with the summary block when injected, and the
+    #: synthetic results of :attr:`repaired`).
     surviving: list[Any]
     #: Messages that were removed, in their original order; never deduplicated.
     pruned: list[Any]
@@ -239,3 +248,40 @@ class ReducerResult:
     #: The parts context editing replaced, in message order (``index`` is into
     #: ``existing + new``); the edited copies are in ``surviving`` (or ``pruned``).
     edited: tuple[ContextEdit, ...] = ()
+    #: Messages in ``existing + new``.
+    messages_before: int = 0
+    #: Messages in :attr:`surviving`.
+    messages_after: int = 0
+    #: Tokens before the reduce (token mode), else ``None``.
+    tokens_before: int | None = None
+    #: Tokens of the surviving messages, summary block aside (token mode), else ``None``.
+    tokens_after: int | None = None
+    #: How many messages were pruned for each reason (``"in window"``, ``"cascade"``...).
+    pruned_by_reason: dict[str, int] = field(default_factory=dict)
+    #: Whether the survivors exceed the target (``target_tokens``, or ``max_messages``).
+    over_target: bool = False
+    #: Whether the survivors exceed the budget (``max_tokens``, or ``max_messages``).
+    over_budget: bool = False
+    #: Why they do: ``"current turn"`` (never pruned while it has tool calls),
+    #: ``"never-pruned role"`` (what may never be pruned exceeds the target alone),
+    #: ``"start_on"`` (the cut moved back to a human message).
+    over_because: tuple[str, ...] = ()
+    #: Synthetic tool results added for dead calls (``repair_dangling_calls``), as
+    #: they appear in :attr:`surviving`.
+    repaired: list[Any] = field(default_factory=list)
+
+
+def agent_config(**options: Any) -> ReducerConfig:
+    """The configuration for agents: requests stay valid for OpenAI, Anthropic and Gemini.
+
+    ``start_on="human"`` (Anthropic and Gemini want a user message first) and
+    ``repair_dangling_calls=True`` (a call abandoned by a new user message gets a
+    synthetic result), on top of the defaults; any option may be given or overridden.
+
+    Example:
+        >>> agent_config(min_messages=4, max_messages=8).start_on
+        'human'
+    """
+    settings: dict[str, Any] = {"start_on": "human", "repair_dangling_calls": True}
+    settings.update(options)
+    return ReducerConfig(**settings)

@@ -26,6 +26,7 @@ __all__ = (
     "FUNCTION",
     "HUMAN",
     "INJECTED_KEY",
+    "INTERRUPTED_RESULT",
     "MEDIA_PART",
     "OTHER_PART",
     "PACKAGE_NOTE",
@@ -61,6 +62,7 @@ __all__ = (
     "read_messages",
     "read_plain",
     "summary_covers",
+    "synthetic_results",
     "with_content",
     "with_parts",
 )
@@ -1044,3 +1046,62 @@ def _usage_input(usage: object) -> int | None:
         if isinstance(n, int) and not isinstance(n, bool) and n > 0:
             return n
     return None
+
+
+#: Content of the synthetic result :func:`synthetic_results` writes for a dead call.
+INTERRUPTED_RESULT = "The tool call was interrupted; no result was recorded."
+_LANGCHAIN_TOOL_ID = ["langchain", "schema", "messages", "ToolMessage"]
+
+
+def synthetic_results(
+    issuer: object, call_ids: tuple[str, ...], content: str = INTERRUPTED_RESULT
+) -> list[Any]:
+    """Tool results answering ``call_ids`` of the ai message ``issuer``, in its own shape.
+
+    A LangChain message gets one ``ToolMessage`` per call (``status="error"``); an
+    Anthropic dict (calls in ``tool_use`` blocks) one user message of ``tool_result``
+    blocks (``is_error``); a dict in LangChain form (``type``, ``messages_to_dict`` or
+    ``dumpd``) one tool message per call in that form; any other message one OpenAI
+    ``{"role": "tool", ...}`` dict per call. Ids derive from the call ids, so the same
+    dead call always gets the same result; dicts get an ``id`` only when ``issuer`` has one.
+    """
+    ids = [f"synthetic-result-{call}" for call in call_ids]
+    module = type(issuer).__module__
+    if module.startswith(("langchain_core.", "langchain.")):
+        from langchain_core.messages import ToolMessage
+
+        return [
+            ToolMessage(content=content, tool_call_id=call, id=ident, status="error")
+            for call, ident in zip(call_ids, ids, strict=True)
+        ]
+    if not isinstance(issuer, Mapping):
+        return [{"role": "tool", "tool_call_id": c, "content": content} for c in call_ids]
+    fields, _ = _payload(issuer)
+    with_id = fields.get("id") is not None
+    if "role" in issuer:
+        uses = set(_block_ids(fields.get("content"), "tool_use", "id"))
+        listed = set(_call_ids(fields.get("tool_calls")))
+        if set(call_ids) <= uses - listed:  # Anthropic: results ride in a user message
+            blocks = [
+                {"type": "tool_result", "tool_use_id": c, "content": content, "is_error": True}
+                for c in call_ids
+            ]
+            message: dict[str, Any] = {"role": "user", "content": blocks}
+            if with_id:
+                message["id"] = ids[0]
+            return [message]
+    out: list[Any] = []
+    for call, ident in zip(call_ids, ids, strict=True):
+        body: dict[str, Any] = {"content": content, "tool_call_id": call}
+        if with_id:
+            body["id"] = ident
+        if "role" in issuer:
+            out.append({"role": "tool", **body})
+        elif issuer.get("type") == "constructor":
+            kwargs = {"type": "tool", **body, "status": "error"}
+            out.append({"lc": 1, "type": "constructor", "id": _LANGCHAIN_TOOL_ID, "kwargs": kwargs})
+        elif fields is not issuer:  # messages_to_dict: {"type", "data"}
+            out.append({"type": "tool", "data": {"type": "tool", **body, "status": "error"}})
+        else:
+            out.append({"type": "tool", **body})
+    return out

@@ -33,8 +33,9 @@ from .messages import (
     message_id,
     read_messages,
     reported_input_tokens,
+    synthetic_results,
 )
-from .plan import Plan, Settled, make_plan, plan_append, settle
+from .plan import WINDOW, Plan, Settled, dangling_calls, make_plan, plan_append, settle
 from .summary import (
     Summarizer,
     covered,
@@ -50,7 +51,7 @@ from .tokens import (
     resolve_token_counter,
 )
 
-__all__ = ("MessageReducer", "as_message_list", "hard_message_limit")
+__all__ = ("MessageReducer", "as_message_list", "hard_message_limit", "repair_dangling_calls")
 
 logger = logging.getLogger("agentstate_reducer")
 
@@ -254,6 +255,7 @@ class MessageReducer:
     calibrate_from_usage: _Setting[bool] = _Setting()
     pin: _Setting[PinLike | None] = _Setting()
     context_edits: _Setting[tuple[EditOption, ...]] = _Setting()
+    repair_dangling_calls: _Setting[bool] = _Setting()
 
     def __init__(
         self,
@@ -500,18 +502,27 @@ class MessageReducer:
 
     def _prepare(
         self, existing: Any, new: Any, namespace: Any = None
-    ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...]]:
+    ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...], list[Any]]:
+        """``(messages, plan, memo, edits, added)``: ``messages`` holds the synthetic
+        results ``added`` for dead calls (``repair_dangling_calls``), right after their
+        calls, and the copies context editing made in place of the originals."""
         messages = _concat(existing, new)
+        added: list[Any] = []
+        if self.config.repair_dangling_calls:
+            messages, added = repair_dangling_calls(messages)
         if self.config.context_edits:
-            return self._prepare_edited(messages, namespace)
-        if self._plain_budget(messages, len(messages) - len(as_message_list(new)), namespace):
+            edited, plan, memo, edits = self._prepare_edited(messages, namespace)
+            return edited, plan, memo, edits, added
+        if not added and self._plain_budget(
+            messages, len(messages) - len(as_message_list(new)), namespace
+        ):
             fast = self._append(existing, messages)
             if fast is not None:
-                return messages, fast, None, ()
+                return messages, fast, None, (), added
         plan, views, counts = self._plan(
             messages, self.config, [], reserve=self._reserve(), namespace=namespace, lazy=True
         )
-        return messages, plan, (views, counts), ()
+        return messages, plan, (views, counts), (), added
 
     def _prepare_edited(
         self, messages: list[Any], namespace: Any = None
@@ -699,6 +710,40 @@ class MessageReducer:
                 chains.popitem(last=False)
 
 
+    def _figures(
+        self, result: ReducerResult, messages: list[Any], plan: Plan, added: list[Any]
+    ) -> ReducerResult:
+        """``result`` with the figures of the reduce; synthetic results are never pruned."""
+        pruned = result.pruned
+        if added:
+            synthetic = {id(m) for m in added}
+            pruned = [m for m in pruned if id(m) not in synthetic]
+            kept = {id(m) for m in result.surviving}
+            added = [m for m in added if id(m) in kept]
+        at = {id(m): i for i, m in enumerate(messages)} if pruned else {}
+        gone = [at[id(m)] for m in pruned]
+        by_reason: dict[str, int] = {}
+        for i in gone:
+            reason = plan.why.get(i, (WINDOW, None))[0]
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+        kept_tokens = plan.kept_tokens
+        if plan.total_tokens is not None and len(result.pruned) != len(plan.pruned):
+            counts = self.count_tokens(messages)  # cached: a fail-closed summary pruned less
+            kept_tokens = plan.total_tokens - sum(counts[at[id(m)]] for m in result.pruned)
+        return replace(
+            result,
+            pruned=pruned,
+            messages_before=len(messages) - len(added) - (len(result.pruned) - len(pruned)),
+            messages_after=len(result.surviving),
+            tokens_before=plan.total_tokens,
+            tokens_after=kept_tokens,
+            pruned_by_reason=by_reason,
+            over_target=plan.over_target,
+            over_budget=plan.over_budget,
+            over_because=plan.over_because,
+            repaired=added,
+        )
+
     def _check_sync(self) -> None:
         if self._async_callable is not None:
             name, fn = self._async_callable
@@ -821,9 +866,9 @@ class MessageReducer:
                 released from the dedupe ledger, so a retried step hands it over again.
         """
         self._check_sync()
-        messages, plan, memo, edits = self._prepare(existing, new, namespace)
+        messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
         if not plan.pruned and not edits:
-            result = ReducerResult(messages, [], None)
+            result = self._figures(ReducerResult(messages, [], None), messages, plan, added)
             self._note(messages, plan, memo, result)
             return result
         text, failed = None, False
@@ -832,7 +877,7 @@ class MessageReducer:
             assert self.config.summarize_fn is not None
             text = self._summarize(self.config.summarize_fn, batch)
             failed = text is None
-        result = self._outcome(messages, plan, text, failed)
+        result = self._figures(self._outcome(messages, plan, text, failed), messages, plan, added)
         self._note(messages, plan, memo, result)
         if edits:
             result = replace(result, edited=edits)
@@ -889,9 +934,9 @@ class MessageReducer:
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
-        messages, plan, memo, edits = self._prepare(existing, new, namespace)
+        messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
         if not plan.pruned and not edits:
-            result = ReducerResult(messages, [], None)
+            result = self._figures(ReducerResult(messages, [], None), messages, plan, added)
             self._note(messages, plan, memo, result)
             return result
         text, failed = None, False
@@ -912,7 +957,7 @@ class MessageReducer:
                     exc_info=True,
                 )
             failed = text is None
-        result = self._outcome(messages, plan, text, failed)
+        result = self._figures(self._outcome(messages, plan, text, failed), messages, plan, added)
         self._note(messages, plan, memo, result)
         if edits:
             result = replace(result, edited=edits)
@@ -1025,6 +1070,26 @@ def _key(namespace: Any) -> Any:
     except TypeError:
         return repr(namespace)
     return namespace
+
+
+def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
+    """``(repaired, added)``: a new list with a synthetic result right after each dead
+    call's ai message (see :func:`~agentstate_reducer.plan.dangling_calls`), and those
+    results; ``messages`` itself when there is no dead call."""
+    dead = dangling_calls(read_messages(messages))
+    if not dead:
+        return messages, []
+    out: list[Any] = []
+    added: list[Any] = []
+    at = 0
+    for index, calls in dead:
+        out.extend(messages[at : index + 1])
+        results = synthetic_results(messages[index], calls)
+        out.extend(results)
+        added.extend(results)
+        at = index + 1
+    out.extend(messages[at:])
+    return out, added
 
 
 def _refuse_awaitable(value: object, name: str) -> None:

@@ -265,7 +265,9 @@ def postgres(postgres_url: str) -> Iterator[dict[str, Any]]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def message_graph(model: Any, merge: Any, checkpointer: Any) -> Any:
+def message_graph(
+    model: Any, merge: Any, checkpointer: Any, tools: Sequence[Any] = (lookup,)
+) -> Any:
     """agent -> tools -> agent ... over a ``messages`` channel merged by ``merge``."""
     # Functional syntax: the class form would resolve ``merge`` from module globals.
     state = TypedDict("state", {"messages": Annotated[list[AnyMessage], merge]})  # noqa: UP013
@@ -278,7 +280,7 @@ def message_graph(model: Any, merge: Any, checkpointer: Any) -> Any:
 
     builder = StateGraph(state)
     builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
-    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_node("tools", ToolNode(list(tools)))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "agent")
@@ -305,7 +307,7 @@ class Kit:
     assert_memory_complete: Callable[..., None] = assert_memory_complete
     assert_tool_pairs: Callable[[Sequence[BaseMessage]], None] = assert_tool_pairs
     max_context: Callable[[ScriptedChatModel], int] = max_context
-    message_graph: Callable[[Any, Any, Any], Any] = message_graph
+    message_graph: Callable[..., Any] = message_graph
     turn_input: Callable[[int], dict[str, Any]] = turn_input
     summary_model: Callable[..., FactSummaryModel] = FactSummaryModel
     facts_in: Callable[[Sequence[BaseMessage]], set[str]] = facts_in
@@ -389,3 +391,120 @@ class ReactiveChatModel(BaseChatModel):
 def reactive_model() -> type[ReactiveChatModel]:
     """The LLM-like scripted model class (see :class:`ReactiveChatModel`)."""
     return ReactiveChatModel
+
+
+# -- an agent that works in turns of several steps ---------------------------------------
+
+TURN_QUESTION = "turn {turn}: please work through the steps"
+
+
+def turn_question(turn: int) -> HumanMessage:
+    return HumanMessage(content=TURN_QUESTION.format(turn=turn), id=f"question-{turn}")
+
+
+@dataclass
+class ToolRuns:
+    """A ``step`` tool whose every run is counted; each result is ``words`` words long."""
+
+    words: int = 12
+    #: Ask for approval with ``interrupt()`` before each run (human in the loop).
+    interrupt: bool = False
+    runs: Counter[str] = field(default_factory=Counter)
+
+    def tool(self) -> Any:
+        @tool
+        def step(query: str) -> str:
+            """Do one step of the task."""
+            note = ""
+            if self.interrupt:
+                from langgraph.types import interrupt
+
+                note = f"{interrupt({'approve': query})} "
+            self.runs[query] += 1  # a run that completes (a resumed tool starts over)
+            return f"result {query}: {note}" + "lorem ipsum dolor sit amet " * (self.words // 5)
+
+        return step
+
+
+def _result_key(message: BaseMessage) -> str | None:
+    text = message.content if isinstance(message.content, str) else ""
+    if isinstance(message, ToolMessage) and text.startswith("result "):
+        return text[len("result ") :].split(":", 1)[0]
+    return None
+
+
+@dataclass
+class RequestCheck:
+    """Every request a model got, checked with ``validate_history`` for each provider."""
+
+    providers: tuple[str, ...] = ("openai", "anthropic")
+    requests: int = 0
+    invalid: Counter[str] = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+
+    def __call__(self, messages: Sequence[BaseMessage]) -> None:
+        from agentstate_reducer import validate_history
+
+        self.requests += 1
+        for provider in self.providers:
+            problems = validate_history(list(messages), provider=provider)
+            if problems:
+                self.invalid[provider] += 1
+                if len(self.examples) < 3:
+                    self.examples.append(f"{provider}: {problems[0]}")
+
+
+class TurnModel(GenericFakeChatModel):
+    """Acts like an LLM working through ``steps`` tool calls per turn.
+
+    It reads the question of its turn from the latest human message and calls the
+    ``step`` tool for each step in order; a step whose result it cannot see in its
+    context is called again (``chain=False``: it needs every result of the turn, so it
+    goes back to the first missing one; ``chain=True``: it goes on from the latest result
+    it sees, as an autonomous agent would). When it has what it needs it answers.
+    """
+
+    steps: int = 3
+    chain: bool = False
+    check: Any = None
+    #: Every context received, system messages included.
+    contexts: list[list[BaseMessage]] = Field(default_factory=list)
+    calls: int = 0
+    lost_question: int = 0
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> TurnModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        self.contexts.append(list(messages))
+        if self.check is not None:
+            self.check(messages)
+        self.calls += 1
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+        asked = [
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, HumanMessage) and isinstance(m.content, str)
+            and m.content.startswith("turn ")
+        ]
+        if not asked:
+            self.lost_question += 1
+            return AIMessage(content="I lost the question.", id=f"lost-{self.calls}")
+        text = messages[asked[-1]].content
+        assert isinstance(text, str)
+        turn = int(text.split()[1].rstrip(":"))
+        seen = {_result_key(m) for m in messages[asked[-1] :]} - {None}
+        done = [s for s in range(self.steps) if f"{turn}.{s}" in seen]
+        if self.chain:
+            nxt = max(done) + 1 if done else 0
+        else:
+            nxt = next((s for s in range(self.steps) if f"{turn}.{s}" not in seen), self.steps)
+        if nxt < self.steps:
+            call = {"name": "step", "args": {"query": f"{turn}.{nxt}"},
+                    "id": f"call-{turn}-{nxt}-{self.calls}"}
+            return AIMessage(content="", tool_calls=[call], id=f"ai-{turn}-{nxt}-{self.calls}")
+        return AIMessage(content=f"answer {turn}: all {self.steps} steps done", id=f"answer-{turn}")

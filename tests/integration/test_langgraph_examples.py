@@ -13,8 +13,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EXPECTED = {
     "langgraph_saver.py": "turn 5: checkpoint holds 5 messages, store 20",
     "langgraph_in_graph.py": "remembered under ('alice',): 20",
-    "langgraph_agent.py": "remembered: 11",
-    "langgraph_react_agent.py": "remembered: 11",
+    "langgraph_agent.py": "remembered: 8",
+    "langgraph_react_agent.py": "remembered: 8",
     "langgraph_custom_saver.py": "turn 3: stored 4 messages",
     "langgraph_context_editing.py": "stored originals: 5",
     "langgraph_async.py": "remembered: ['echo: hello 0', 'echo: hello 1', 'hello 0', 'hello 1']",

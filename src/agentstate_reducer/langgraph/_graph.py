@@ -18,7 +18,7 @@ from ..config import ReducerResult
 from ..errors import ConfigError
 from ..messages import message_id
 from ..reducer import MessageReducer, as_message_list
-from ._saver import memory_namespace
+from ._saver import memory_namespace, warn_over_budget
 
 __all__ = (
     "PrunedIds",
@@ -27,10 +27,24 @@ __all__ = (
     "reducing_add_messages",
     "reducing_pre_model_hook",
     "run_namespace",
+    "warn_in_run",
 )
 
 
 _FORMATS = (None, "langchain-openai")
+
+
+def _run_config() -> RunnableConfig | None:
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
+def warn_in_run(reducer: MessageReducer, result: ReducerResult) -> None:
+    """:func:`warn_over_budget` for the thread of the run in context, if any."""
+    if result.over_budget:
+        warn_over_budget(reducer, result, _run_config())
 
 
 def run_namespace(reducer: MessageReducer) -> Any:
@@ -156,6 +170,7 @@ def reducing_add_messages(
         else:
             where = None
         result = reducer.reduce(merged, namespace=where)
+        warn_in_run(reducer, result)
         pruned.add(result.pruned)
         return result.surviving
 
@@ -186,11 +201,11 @@ def removal_update(
 
     One ``RemoveMessage(id)`` per pruned message, and each message context editing
     replaced, under its own id (``add_messages`` swaps it in place). When a summary was
-    injected (it must sit where the pruned block was), or a pruned or edited message
-    has no id, the whole list is replaced through ``REMOVE_ALL_MESSAGES``. ``{}`` when
-    nothing changed.
+    injected (it must sit where the pruned block was), synthetic results were added (they
+    must sit after their call), or a pruned or edited message has no id, the whole list is
+    replaced through ``REMOVE_ALL_MESSAGES``. ``{}`` when nothing changed.
     """
-    if not result.pruned and not result.edited:
+    if not result.pruned and not result.edited and not result.repaired:
         return {}
     ids = [message_id(m) for m in result.pruned]
     injected = len(result.surviving) + len(result.pruned) != len(existing)
@@ -223,11 +238,13 @@ def reducing_pre_model_hook(
     def hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         existing = _messages_in(state, messages_key)
         result = reducer.reduce(existing, namespace=memory_namespace(reducer, config))
+        warn_over_budget(reducer, result, config)
         return removal_update(existing, result, messages_key)
 
     async def ahook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         existing = _messages_in(state, messages_key)
         result = await reducer.areduce(existing, namespace=memory_namespace(reducer, config))
+        warn_over_budget(reducer, result, config)
         return removal_update(existing, result, messages_key)
 
     return RunnableLambda(hook, afunc=ahook, name="reducing_pre_model_hook")

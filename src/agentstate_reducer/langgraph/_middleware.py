@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 from langgraph.runtime import Runtime
 
 from ..reducer import MessageReducer
-from ._graph import removal_update, run_namespace
+from ._graph import removal_update, run_namespace, warn_in_run
 
 __all__ = ("ReducingMiddleware",)
 
@@ -87,6 +87,7 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> dict[str, Any] | None:
         existing = list(state["messages"])
         result = self.reducer.reduce(existing, namespace=run_namespace(self.reducer))
+        warn_in_run(self.reducer, result)
         return removal_update(existing, result) or None
 
     async def abefore_model(
@@ -94,4 +95,5 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> dict[str, Any] | None:
         existing = list(state["messages"])
         result = await self.reducer.areduce(existing, namespace=run_namespace(self.reducer))
+        warn_in_run(self.reducer, result)
         return removal_update(existing, result) or None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import builtins
 import copy
+import logging
 import threading
+import weakref
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -70,12 +72,49 @@ def memory_namespace(reducer: MessageReducer, config: RunnableConfig | None) -> 
     return None
 
 
+logger = logging.getLogger("agentstate_reducer")
+#: Per reducer, the threads already warned about going over their budget.
+_over_budget: weakref.WeakKeyDictionary[MessageReducer, set[str]] = weakref.WeakKeyDictionary()
+_over_budget_lock = threading.Lock()
+#: Threads remembered per reducer; beyond it, the oldest may be warned about again.
+_WARNED_THREADS = 10_000
+
+
+def warn_over_budget(
+    reducer: MessageReducer, result: ReducerResult, config: RunnableConfig | None
+) -> None:
+    """Log one warning the first time the thread of ``config`` goes over its budget."""
+    if not result.over_budget:
+        return
+    configurable = (config or {}).get("configurable") or {}
+    thread = str(configurable.get("thread_id", ""))
+    with _over_budget_lock:
+        warned = _over_budget.setdefault(reducer, set())
+        if thread in warned:
+            return
+        if len(warned) >= _WARNED_THREADS:
+            warned.clear()
+        warned.add(thread)
+    settings = reducer.config
+    if settings.max_tokens is not None:
+        size = f"{result.tokens_after} tokens kept, budget {settings.max_tokens}"
+    else:
+        size = f"{result.messages_after} messages kept, budget {settings.max_messages}"
+    logger.warning(
+        "agentstate-reducer: thread %r went over its budget (%s) because of: %s; requests "
+        "may exceed the budget (warned once per thread)",
+        thread or None,
+        size,
+        ", ".join(result.over_because) or "messages that are never pruned",
+    )
+
+
 def _replace_messages(
     checkpoint: Checkpoint, messages_key: str, result: ReducerResult
 ) -> Checkpoint:
-    # Pruning and context editing are the only ways the list changes (an injected
-    # summary replaces pruned messages): without either there is nothing new to store.
-    if not result.pruned and not result.edited:
+    # Pruning, context editing and repairs are the only ways the list changes (an injected
+    # summary replaces pruned messages): without any of them there is nothing new to store.
+    if not result.pruned and not result.edited and not result.repaired:
         return checkpoint
     reduced = checkpoint.copy()
     reduced["channel_values"] = {
@@ -121,6 +160,7 @@ def apply_reducer(
     if messages is None:
         return checkpoint
     result = reducer.reduce(messages, namespace=memory_namespace(reducer, config))
+    warn_over_budget(reducer, result, config)
     return _replace_messages(checkpoint, messages_key, result)
 
 
@@ -135,6 +175,7 @@ async def aapply_reducer(
     if messages is None:
         return checkpoint
     result = await reducer.areduce(messages, namespace=memory_namespace(reducer, config))
+    warn_over_budget(reducer, result, config)
     return _replace_messages(checkpoint, messages_key, result)
 
 
