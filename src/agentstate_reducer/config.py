@@ -252,7 +252,7 @@ class ReducerResult:
     messages_before: int = 0
     #: Messages in :attr:`surviving`.
     messages_after: int = 0
-    #: Tokens before the reduce (token mode), else ``None``.
+    #: Tokens before the reduce (token mode, when the plan counted them all), else ``None``.
     tokens_before: int | None = None
     #: Tokens of the surviving messages, summary block aside (token mode), else ``None``.
     tokens_after: int | None = None
