@@ -867,24 +867,42 @@ class MessageReducer:
         """
         self._check_sync()
         messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
-        if not plan.pruned and not edits:
-            result = self._figures(ReducerResult(messages, [], None), messages, plan, added)
-            self._note(messages, plan, memo, result)
-            return result
         text, failed = None, False
+        if not plan.pruned and not edits:
+            return self._result(messages, plan, memo, edits, added, text, failed)[0]
         batch = self._to_summarize(messages, plan)
         if batch is not None:
             assert self.config.summarize_fn is not None
             text = self._summarize(self.config.summarize_fn, batch)
             failed = text is None
-        result = self._figures(self._outcome(messages, plan, text, failed), messages, plan, added)
+        result, handed = self._result(messages, plan, memo, edits, added, text, failed)
+        if handed:
+            self._deliver(handed, namespace)
+        return result
+
+    def _result(
+        self,
+        messages: list[Any],
+        plan: Plan,
+        memo: _Memo | None,
+        edits: tuple[ContextEdit, ...],
+        added: list[Any],
+        text: str | None,
+        failed: bool,
+    ) -> tuple[ReducerResult, list[Any]]:
+        """The result of a reduce (remembered for the next append) and what the hooks get."""
+        if plan.pruned or edits:
+            result = self._outcome(messages, plan, text, failed)
+        else:
+            result = ReducerResult(messages, [], None)
+        result = self._figures(result, messages, plan, added)
         self._note(messages, plan, memo, result)
         if edits:
             result = replace(result, edited=edits)
-        if self.config.on_prune and (result.pruned or edits):
-            # An edited original travels under its handle (its id), marked as edited.
-            self._deliver([*result.pruned, *(e.original for e in edits)], namespace)
-        return result
+        if not self.config.on_prune or not (result.pruned or edits):
+            return result, []
+        # An edited original travels under its handle (its id), marked as edited.
+        return result, [*result.pruned, *(e.original for e in edits)]
 
     def _deliver(self, pruned: list[Any], namespace: Any) -> None:
         deliver = self._claim(pruned, namespace)
@@ -935,11 +953,9 @@ class MessageReducer:
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
         messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
-        if not plan.pruned and not edits:
-            result = self._figures(ReducerResult(messages, [], None), messages, plan, added)
-            self._note(messages, plan, memo, result)
-            return result
         text, failed = None, False
+        if not plan.pruned and not edits:
+            return self._result(messages, plan, memo, edits, added, text, failed)[0]
         batch = self._to_summarize(messages, plan)
         fn = self.config.summarize_fn
         if batch is not None and fn is not None:
@@ -957,13 +973,9 @@ class MessageReducer:
                     exc_info=True,
                 )
             failed = text is None
-        result = self._figures(self._outcome(messages, plan, text, failed), messages, plan, added)
-        self._note(messages, plan, memo, result)
-        if edits:
-            result = replace(result, edited=edits)
-        if self.config.on_prune and (result.pruned or edits):
-            # An edited original travels under its handle (its id), marked as edited.
-            await self._adeliver([*result.pruned, *(e.original for e in edits)], namespace)
+        result, handed = self._result(messages, plan, memo, edits, added, text, failed)
+        if handed:
+            await self._adeliver(handed, namespace)
         return result
 
     async def _adeliver(self, pruned: list[Any], namespace: Any) -> None:
