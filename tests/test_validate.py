@@ -293,7 +293,7 @@ def test_content_kinds() -> None:
         {"type": "thinking", "thinking": "hm"},
         "plain",
     ]
-    expected = ("tool_result", "blank", "media", "tool_use", "other", "text")
+    expected = ("tool_result", "blank", "media", "tool_use", "reasoning", "text")
     assert content_kinds({"role": "user", "content": blocks}) == expected
     assert content_kinds(HumanMessage(content=blocks)) == expected
     assert content_kinds({"type": "human", "data": {"content": "x"}}) == ("text",)

@@ -31,6 +31,7 @@ __all__ = (
     "OTHER_PART",
     "PACKAGE_NOTE",
     "PRUNABLE_ROLES",
+    "REASONING_PART",
     "SUMMARY_ACK_KIND",
     "SUMMARY_KIND",
     "SYSTEM",
@@ -112,8 +113,20 @@ _MEDIA_BLOCKS = frozenset(
     }
 )
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text", "text-plain"})
-#: Content blocks that issue a tool call (Anthropic ``tool_use``, LangChain v1 ``tool_call``).
-_CALL_BLOCKS = frozenset({"tool_use", "tool_call", "server_tool_use", "server_tool_call"})
+#: Content blocks that issue a tool call (Anthropic ``tool_use``, LangChain v1 ``tool_call``
+#: and ``invalid_tool_call``), billed as calls.
+_CALL_BLOCKS = frozenset(
+    {"tool_use", "tool_call", "invalid_tool_call", "server_tool_use", "server_tool_call"}
+)
+#: The call blocks a later tool result answers. A server-side call (``server_tool_use``,
+#: ``server_tool_call``) is run by the provider and answered inside the same message, so
+#: no tool message may answer it: it is billed, never linked.
+_CLIENT_CALL_BLOCKS = _CALL_BLOCKS - {"server_tool_use", "server_tool_call"}
+#: Reasoning blocks: Anthropic ``thinking`` / ``redacted_thinking``, LangChain v1 and
+#: OpenAI ``reasoning``.
+_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
+_RESULT_BLOCKS = frozenset({"tool_result"})
+_ANTHROPIC_CALL_BLOCKS = frozenset({"tool_use"})
 
 _M = TypeVar("_M")
 
@@ -124,6 +137,8 @@ BLANK_PART = "blank"
 TOOL_USE_PART = "tool_use"
 TOOL_RESULT_PART = "tool_result"
 MEDIA_PART = "media"
+#: A reasoning block (``thinking``, ``redacted_thinking``, ``reasoning``).
+REASONING_PART = "reasoning"
 OTHER_PART = "other"
 
 
@@ -206,11 +221,11 @@ def _call_ids(calls: object) -> Iterator[str]:
             yield ident
 
 
-def _block_ids(content: object, block_type: str, key: str) -> Iterator[str]:
+def _block_ids(content: object, block_types: frozenset[str], key: str) -> Iterator[str]:
     if not isinstance(content, (list, tuple)):
         return
     for block in content:
-        if isinstance(block, Mapping) and block.get("type") == block_type:
+        if isinstance(block, Mapping) and block.get("type") in block_types:
             ident = _as_id(block.get(key))
             if ident is not None:
                 yield ident
@@ -227,8 +242,8 @@ def _view(fields: Any, role: str, ident: str | None) -> MessageView:
         content = _get(fields, "content")
         found = list(_call_ids(_get(fields, "tool_calls")))
         found.extend(_call_ids(_get(fields, "invalid_tool_calls")))
-        if isinstance(content, list):
-            found.extend(_block_ids(content, "tool_use", "id"))
+        if isinstance(content, (list, tuple)):
+            found.extend(_block_ids(content, _CLIENT_CALL_BLOCKS, "id"))
         if not found and not isinstance(fields, Mapping):
             # LangChain objects built from raw provider output keep calls here.
             extra = getattr(fields, "additional_kwargs", None)
@@ -243,7 +258,7 @@ def _view(fields: Any, role: str, ident: str | None) -> MessageView:
     elif role == HUMAN:
         content = _get(fields, "content")
         if isinstance(content, list):
-            answers = _dedupe(_block_ids(content, "tool_result", "tool_use_id"))
+            answers = _dedupe(_block_ids(content, _RESULT_BLOCKS, "tool_use_id"))
     return MessageView(role, ident, calls, answers)
 
 
@@ -757,6 +772,8 @@ def _block_kind(block: object) -> str:
         return TOOL_USE_PART
     if kind == "tool_result":
         return TOOL_RESULT_PART
+    if kind in _REASONING_BLOCKS:
+        return REASONING_PART
     return OTHER_PART
 
 
@@ -1079,7 +1096,7 @@ def synthetic_results(
     fields, _ = _payload(issuer)
     with_id = fields.get("id") is not None
     if "role" in issuer:
-        uses = set(_block_ids(fields.get("content"), "tool_use", "id"))
+        uses = set(_block_ids(fields.get("content"), _ANTHROPIC_CALL_BLOCKS, "id"))
         listed = set(_call_ids(fields.get("tool_calls")))
         if set(call_ids) <= uses - listed:  # Anthropic: results ride in a user message
             blocks = [
