@@ -25,6 +25,7 @@ from agentstate_reducer.plan import (
     Turn,
     current_turn,
     dangling_calls,
+    link_calls,
     make_plan,
 )
 
@@ -668,3 +669,41 @@ def test_plan_reads_real_messages() -> None:
     ]
     plan: Plan = make_plan(read_messages(messages), count_config(2, 4))
     assert plan.pruned == (1, 2, 3, 4)
+
+
+_ids = st.lists(st.sampled_from("abc"), max_size=2, unique=True).map(tuple)
+_views = st.lists(
+    st.one_of(
+        st.builds(lambda c: MessageView("ai", None, c, ()), _ids),
+        st.builds(lambda a: MessageView("tool", None, (), a), _ids),
+        st.just(MessageView("human", None, (), ())),
+    ),
+    max_size=12,
+)
+
+
+@given(_views, st.data())
+def test_link_calls_over_a_window_agrees_with_the_whole_history(
+    views: list[MessageView], data: st.DataObject
+) -> None:
+    whole, _ = link_calls(views)
+    for j, view in enumerate(views):  # the latest earlier issuer of each answered call
+        expected = tuple(
+            next((i for i in range(j - 1, -1, -1) if call in views[i].calls), None)
+            for call in view.answers
+        )
+        assert whole[j] == (expected if view.answers else None)
+    start = data.draw(st.integers(0, len(views)))
+    stop = data.draw(st.integers(start, len(views)))
+    parents, results = link_calls(views, start, stop, results=True)
+    assert parents[start:stop] == whole[start:stop]
+    assert not any(parents[:start]) and not any(parents[stop:])
+    for i, found in results.items():
+        assert start <= i < stop
+        for j, call in found:  # every listed result answers a call of i, linked to i
+            assert whole[j] is not None
+            assert whole[j][views[j].answers.index(call)] == i
+    for j in range(start, stop):  # every result in the run of an issuer in the run is listed
+        for call, p in zip(views[j].answers, whole[j] or (), strict=True):
+            if p is not None and p >= start:
+                assert (j, call) in results[p]

@@ -32,7 +32,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Collection, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
 
 from .config import ReducerConfig
 from .messages import AI, HUMAN, PRUNABLE_ROLES, MessageView
@@ -55,6 +55,7 @@ __all__ = (
     "Turn",
     "current_turn",
     "dangling_calls",
+    "link_calls",
     "make_plan",
     "plan_append",
     "settle",
@@ -240,16 +241,86 @@ class Plan:
         return (NEVER_PRUNED, None)
 
 
-def _link(views: Sequence[MessageView]) -> list[tuple[int | None, ...] | None]:
-    """For each message answering tool calls, the index of the latest earlier issuer of each."""
+class Views(Protocol):
+    """What :func:`link_calls` reads: a list of views, or an object reading them lazily."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> MessageView: ...
+
+
+#: Per message, the index of the latest earlier issuer of each call it answers
+#: (``None`` for a call never issued before it), or ``None`` when it answers none.
+Parents = list[tuple[int | None, ...] | None]
+#: Per issuer, ``(answering index, call id)`` of the results of its calls.
+Results = dict[int, list[tuple[int, str]]]
+
+
+def link_calls(
+    views: Views, start: int = 0, stop: int | None = None, *, results: bool = False
+) -> tuple[Parents, Results]:
+    """Link tool results to their calls: the one linker the plan and ``trim`` share.
+
+    Reads the run ``[start, stop)`` (default: every message). ``parents[j]`` is set for
+    each ``j`` in the run that answers calls: the latest issuer before ``j`` of each of
+    its ``answers``, looked up before ``start`` too. With ``results``, ``results[i]``
+    lists ``(j, id)`` answering calls of each issuer ``i`` in the run, scanning on past
+    ``stop`` until each call is answered or issued again; else it is empty. Only the
+    run and what those scans reach is read, so ``views`` may read lazily.
+    """
+    n = len(views)
+    stop = n if stop is None else stop
     issued: dict[str, int] = {}
-    parents: list[tuple[int | None, ...] | None] = [None] * len(views)
-    for j, view in enumerate(views):
-        if view.answers:
-            parents[j] = tuple(issued.get(a) for a in view.answers)
+    parents: Parents = [None] * n
+    found: Results = {}
+    unresolved: dict[str, list[int]] = {}
+    if not start and not results:  # the plan's case: one pass, nothing else to record
+        for j in range(stop):
+            view = views[j]
+            if view.answers:
+                parents[j] = tuple(map(issued.get, view.answers))
+            for call in view.calls:
+                issued[call] = j
+        return parents, found
+    get = issued.get
+    for j in range(start, stop):
+        view = views[j]
+        answers = view.answers
+        if answers:
+            links = parents[j] = tuple(map(get, answers))
+            for call, p in zip(answers, links, strict=True):
+                if p is None:
+                    unresolved.setdefault(call, []).append(j)
+                elif results:
+                    found.setdefault(p, []).append((j, call))
         for call in view.calls:
             issued[call] = j
-    return parents
+    i = start - 1
+    while unresolved and i >= 0:
+        for call in views[i].calls:
+            for j in unresolved.pop(call, ()):
+                view = views[j]
+                parents[j] = tuple(
+                    i if a == call else p
+                    for a, p in zip(view.answers, parents[j] or (), strict=True)
+                )
+        i -= 1
+    if results:
+        pending = {  # calls issued in the run and not answered in it
+            call: p
+            for call, p in issued.items()
+            if not any(c == call for _, c in found.get(p, ()))
+        }
+        j = stop
+        while pending and j < n:
+            view = views[j]
+            for call in view.answers:
+                p = pending.pop(call, None)
+                if p is not None:
+                    found.setdefault(p, []).append((j, call))
+            for call in view.calls:
+                pending.pop(call, None)
+            j += 1
+    return parents, found
 
 
 def _pin_closure(
@@ -518,7 +589,7 @@ def make_plan(
             n, (), start=start, cut=start, total_tokens=total, kept_tokens=total, turn=turn
         )
 
-    parents = _link(views)
+    parents = link_calls(views)[0]
     pruned = bytearray(n)
     why: dict[int, tuple[str, int | None]] = {}
     cut = start

@@ -30,6 +30,7 @@ from .messages import (
     read_message,
     with_content,
 )
+from .plan import Parents, Results, link_calls
 from .tokens import TokenCounter, read_counted, resolve_token_counter
 
 __all__ = ("MessageTypeSpec", "trim_messages")
@@ -99,6 +100,9 @@ class _Views:
     def __init__(self, messages: list[Any]) -> None:
         self._messages = messages
         self._views: list[MessageView | None] = [None] * len(messages)
+
+    def __len__(self) -> int:
+        return len(self._views)
 
     def __getitem__(self, index: int) -> MessageView:
         view = self._views[index]
@@ -294,61 +298,8 @@ def _partial(
 # -- tool pairs ------------------------------------------------------------------------
 
 
-def _links(
-    views: _Views, n: int, start: int, stop: int
-) -> tuple[dict[tuple[int, str], int], dict[int, list[tuple[int, str]]]]:
-    """Tool links of the input run ``[start, stop)``.
-
-    Returns ``(parent, results)``: ``parent[(j, id)]`` is the latest message before ``j``
-    issuing call ``id`` (for answers in the run whose call was issued at all), and
-    ``results[i]`` lists ``(j, id)`` answering calls of ``i`` (for issuers in the run;
-    answers after the run are found by scanning on until each call is answered or
-    issued again). Only the run and what those scans reach is read.
-    """
-    issued: dict[str, int] = {}
-    parent: dict[tuple[int, str], int] = {}
-    results: dict[int, list[tuple[int, str]]] = {}
-    unresolved: dict[str, list[int]] = {}
-    for j in range(start, stop):
-        view = views[j]
-        for call in view.answers:
-            p = issued.get(call)
-            if p is None:
-                unresolved.setdefault(call, []).append(j)
-            else:
-                parent[(j, call)] = p
-                results.setdefault(p, []).append((j, call))
-        for call in view.calls:
-            issued[call] = j
-    i = start - 1
-    while unresolved and i >= 0:
-        for call in views[i].calls:
-            for j in unresolved.pop(call, ()):
-                parent[(j, call)] = i
-        i -= 1
-    pending = dict(issued)  # calls issued in the run, not yet answered after it
-    for call, p in issued.items():
-        if any(c == call for _, c in results.get(p, ())):
-            del pending[call]
-    j = stop
-    while pending and j < n:
-        view = views[j]
-        for call in view.answers:
-            p = pending.pop(call, None)
-            if p is not None:
-                results.setdefault(p, []).append((j, call))
-        for call in view.calls:
-            pending.pop(call, None)
-        j += 1
-    return parent, results
-
-
 def _drop_split_pairs(
-    kept: _Kept,
-    views: _Views,
-    parent: dict[tuple[int, str], int],
-    results: dict[int, list[tuple[int, str]]],
-    copies: _Copies,
+    kept: _Kept, views: _Views, parents: Parents, results: Results, copies: _Copies
 ) -> _Kept:
     """Remove kept tool results whose call is not kept (or was never issued), and kept
     ai messages whose results were trimmed, until neither is left."""
@@ -358,9 +309,9 @@ def _drop_split_pairs(
         answers = {i: set(v.answers) for i, v in current.items() if v.answers}
         drop: set[int] = set()
         for j, found in answers.items():
-            for call in found:
-                p = parent.get((j, call))
-                if p is None or call not in calls.get(p, ()):
+            # A partial copy answers some of the original's calls: link by the original.
+            for call, p in zip(views[j].answers, parents[j] or (), strict=True):
+                if call in found and (p is None or call not in calls.get(p, ())):
                     drop.add(j)
         for i, found in calls.items():
             for j, call in results.get(i, ()):
@@ -502,10 +453,10 @@ def trim_messages(
     body = trim_ends(body)
     if keep_tool_pairs and body:
         # ``body`` is one contiguous run of the input: links are read around it only.
-        parent, results = _links(views, len(items), body[0][0], body[-1][0] + 1)
+        parents, results = link_calls(views, body[0][0], body[-1][0] + 1, results=True)
         while True:
             size = len(body)
-            body = trim_ends(_drop_split_pairs(body, views, parent, results, copies))
+            body = trim_ends(_drop_split_pairs(body, views, parents, results, copies))
             if len(body) == size:
                 break
     return [m for _, m in head] + [m for _, m in body]
