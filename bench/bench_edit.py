@@ -5,8 +5,10 @@ results), reduced with and without ``context_edits=[ClearToolResults(keep=3),
 Offload(above=2_000)]``: one-shot (a fresh reducer, so no cached count helps) in token
 mode over and under the threshold and in count mode over it, for dicts and LangChain
 messages; and the append loop (one reduce per new message on the reducer's own output).
-Prints milliseconds of CPU time of this process (best of several runs, so other
-processes on a shared machine weigh less) and the ratio with / without editing.
+The "edited" shapes are the big histories with every edit already made, as a reducer
+with editing returns them: what each later reduce of a long thread sees. Prints
+milliseconds of CPU time of this process (best of several runs, so other processes on a
+shared machine weigh less) and the ratio with / without editing.
 
     python bench/bench_edit.py
 """
@@ -47,6 +49,17 @@ def with_big_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def already_edited(messages: list[Any]) -> list[Any]:
+    """``messages`` with every edit made (each result but the last 3 cleared), nothing
+    pruned: the history a reducer with editing keeps returning, edit after edit."""
+    config = ReducerConfig(
+        max_tokens=10**9,
+        token_counter="approximate",
+        context_edits=[ClearToolResults(keep=3, trigger_tokens=1), Offload(above=2_000)],
+    )
+    return MessageReducer(config=config).reduce(messages).surviving
+
+
 def as_langchain(messages: list[dict[str, Any]]) -> list[Any]:
     from langchain_core.messages import convert_to_messages
 
@@ -84,6 +97,8 @@ def main() -> None:
         "langchain": as_langchain(dicts),
         "dicts, big": big,
         "lc, big": as_langchain(big),
+        "dicts, edited": already_edited(big),
+        "lc, edited": already_edited(as_langchain(big)),
     }
     cases: dict[str, Callable[[list[Any]], ReducerConfig]] = {
         "token, over": lambda edits: ReducerConfig(
@@ -93,29 +108,29 @@ def main() -> None:
             max_tokens=8_000, token_counter="approximate", context_edits=edits
         ),
         "token, under": lambda edits: ReducerConfig(
-            max_tokens=100 * N, token_counter="approximate", context_edits=edits
+            max_tokens=200 * N, token_counter="approximate", context_edits=edits
         ),
         "count, over": lambda edits: ReducerConfig(
             min_messages=N // 5, max_messages=N // 2, token_counter="approximate",
             context_edits=edits,
         ),
     }
-    print(f"{'case':<14} {'shape':<10} {'plain ms':>9} {'edit ms':>9} {'ratio':>6} {'edits':>6}")
+    print(f"{'case':<14} {'shape':<13} {'plain ms':>9} {'edit ms':>9} {'ratio':>6} {'edits':>6}")
     for name, config in cases.items():
         for shape, msgs in shapes.items():
             plain, edited, count = one_shot(config, msgs)
             print(
-                f"{name:<14} {shape:<10} {plain:>9.2f} {edited:>9.2f} "
+                f"{name:<14} {shape:<13} {plain:>9.2f} {edited:>9.2f} "
                 f"{edited / plain:>6.2f} {count:>6}"
             )
     print()
-    print(f"{'append loop':<14} {'shape':<10} {'plain ms':>9} {'edit ms':>9} {'ratio':>6}")
+    print(f"{'append loop':<14} {'shape':<13} {'plain ms':>9} {'edit ms':>9} {'ratio':>6}")
     for shape, msgs in shapes.items():
         over = cases["token, over"]
         plain = append_loop(over([]), msgs)
         edited = append_loop(over(EDITS), msgs)
         ratio = edited / plain
-        print(f"{'token, over':<14} {shape:<10} {plain:>9.3f} {edited:>9.3f} {ratio:>6.2f}")
+        print(f"{'token, over':<14} {shape:<13} {plain:>9.3f} {edited:>9.3f} {ratio:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -213,6 +213,45 @@ def test_a_result_shorter_than_its_placeholder_stays() -> None:
     assert result.edited == ()
 
 
+def test_a_short_result_is_never_cleared_nor_counted() -> None:
+    """A result of at most 256 characters stays, however a counter weighs it, and is
+    not even counted; one character more and it is cleared."""
+    counted: list[Any] = []
+
+    def heavy(message: Any) -> int:  # 1 token per character: 256 characters > 64 tokens
+        counted.append(message)
+        return len(str(getattr(message, "content", "")))
+
+    history = conversation(3, result="x" * 253)  # "0: " + 253 = 256 characters
+    config = ReducerConfig(
+        max_messages=100,
+        token_counter=heavy,
+        context_edits=[ClearToolResults(keep=0, trigger_messages=2)],
+    )
+    assert MessageReducer(config=config).reduce(history).edited == ()
+    assert counted == []
+    longer = conversation(3, result="x" * 254)
+    assert len(MessageReducer(config=config).reduce(longer).edited) == 3
+
+
+def test_count_mode_counts_only_messages_long_enough_to_offload() -> None:
+    counted: list[Any] = []
+
+    def counter(message: Any) -> int:
+        counted.append(message)
+        return approximate_token_count(message)
+
+    history = conversation(20, result="short")
+    history[41] = ToolMessage(BIG * 4, tool_call_id="c10", id="t10")
+    config = ReducerConfig(
+        max_messages=1_000, token_counter=counter, context_edits=[Offload(above=600)]
+    )
+    result = MessageReducer(config=config).reduce(history)
+    assert [e.message_id for e in result.edited] == ["t10"]
+    # Only the long one (count mode needs no count of its preview).
+    assert [message_id(m) for m in counted] == ["t10"]
+
+
 def test_trigger_messages_fires_in_count_mode() -> None:
     history = conversation(4)
     config = ReducerConfig(

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 from histories import ai, histories, human, results, system
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import ClearToolResults, MessageReducer, Offload, ReducerConfig
 from agentstate_reducer import reducer as reducer_module
+from agentstate_reducer.edit import OFFLOADED
 from agentstate_reducer.messages import message_content, message_id, read_message, with_content
 
 
@@ -83,11 +84,20 @@ def test_every_step_equals_a_fresh_reducer(
     pool: list[Any], config: ReducerConfig, ops: list[tuple[str, int, int]]
 ) -> None:
     """Appends, in-place edits of the returned list, reorders and removals by id."""
+    _every_step_equals_a_fresh_reducer(pool, config, ops)
+
+
+def _every_step_equals_a_fresh_reducer(
+    pool: list[Any], config: ReducerConfig, ops: list[tuple[str, int, int]]
+) -> int:
+    """Run ``ops`` through one reducer, each step checked against a fresh reducer's
+    reduce of the same list; the number of context edits seen."""
     reducer = MessageReducer(config=config)
     known = {id(m) for m in pool}
     alive: list[Any] = []
     state: list[Any] = []
     at = 0
+    edits = 0
     for op, pick, k in ops:
         new: Any = None
         if op in ("append", "include"):
@@ -111,7 +121,8 @@ def test_every_step_equals_a_fresh_reducer(
             state, new = state + new, None
         want = MessageReducer(config=config).reduce(existing=list(state), new=copy.copy(new))
         got = reducer.reduce(existing=state, new=new)
-        if not config.inject_summary:  # (a summary may keep what the plan prunes)
+        if not config.inject_summary and not config.context_edits:
+            # (a summary may keep what the plan prunes; editing shrinks what it counts)
             # reduce() counts lazily, plan() counts every message: the same selection.
             whole = list(state) + list(new or [])
             eager = MessageReducer(config=config).plan(whole)
@@ -119,7 +130,130 @@ def test_every_step_equals_a_fresh_reducer(
         assert _same(got.surviving, want.surviving, known)
         assert _same(got.pruned, want.pruned, known)
         assert got.summary == want.summary
+        assert [(e.index, e.kind, e.handle, e.tokens) for e in got.edited] == [
+            (e.index, e.kind, e.handle, e.tokens) for e in want.edited
+        ]
+        edits += len(got.edited)
         state = got.surviving
+    return edits
+
+
+def _big(message: Any, size: int) -> Any:
+    """A tool result ``message`` (or Anthropic ``tool_result`` blocks) with a content of
+    about ``size`` words; any other message as it is."""
+    text = " ".join(f"w{k}" for k in range(size))
+    view = read_message(message)
+    if view.role == "tool":
+        return with_content(message, text)
+    content = message_content(message)
+    if view.answers and isinstance(message, dict) and isinstance(content, list):
+        blocks = [{**b, "content": text} if b.get("type") == "tool_result" else b for b in content]
+        return {**message, "content": blocks}
+    return message
+
+
+@st.composite
+def edit_configs(draw: st.DrawFn) -> ReducerConfig:
+    edits: list[Any] = []
+    if draw(st.booleans()):
+        trigger = draw(st.sampled_from(["default", "tokens", "messages"]))
+        edits.append(
+            ClearToolResults(
+                keep=draw(st.integers(0, 3)),
+                trigger_tokens=draw(st.integers(50, 2_000)) if trigger == "tokens" else None,
+                trigger_messages=draw(st.integers(2, 20)) if trigger == "messages" else None,
+                clear_at_least=draw(st.sampled_from([0, 0, 200])),
+                clear_tool_inputs=draw(st.booleans()),
+            )
+        )
+    if draw(st.booleans()) or not edits:
+        above = draw(st.integers(100, 1_000))
+        edits.append(Offload(above=above, head=above // 8, tail=above // 8))
+    options: dict[str, Any] = {
+        "preserve_first": draw(st.booleans()),
+        "cascade_tool_messages": draw(st.booleans()),
+        "start_on": draw(st.sampled_from([None, "human"])),
+        "context_edits": edits,
+    }
+    if draw(st.booleans()):
+        low = draw(st.integers(0, 8))
+        high = draw(st.integers(low, low + 10))
+        return ReducerConfig(
+            min_messages=low, max_messages=high, token_counter=_content_tokens, **options
+        )
+    high = draw(st.integers(100, 3_000))
+    return ReducerConfig(
+        max_tokens=high,
+        target_tokens=draw(st.integers(1, high)),
+        token_counter=draw(st.sampled_from(["approximate", _content_tokens])),
+        **options,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(max_turns=14), edit_configs(), operations, st.data())
+def test_with_context_editing_every_step_equals_a_fresh_reducer(
+    pool: list[Any],
+    config: ReducerConfig,
+    ops: list[tuple[str, int, int]],
+    data: st.DataObject,
+) -> None:
+    """Context editing on the incremental path: appends, in-place edits, reorders and
+    removals give, step by step, the surviving list, pruned messages and edits that a
+    fresh reducer gives on the same history."""
+    sizes = data.draw(st.lists(st.sampled_from([0, 150, 600]), min_size=len(pool)))
+    pool = [_big(m, size) if size else m for m, size in zip(pool, sizes, strict=False)]
+    edits = _every_step_equals_a_fresh_reducer(pool, config, ops)
+    event("edited" if edits else "nothing edited")
+
+
+@pytest.mark.parametrize("mode", ["count", "token"])
+def test_an_append_loop_with_editing_reads_each_message_once(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With context editing on and nothing to edit, each reduce reads only the new
+    message; an oversized one is offloaded on arrival (one full pass), then appends stay
+    cheap again."""
+    read: list[int] = []
+    real = reducer_module.read_messages
+
+    def counting(messages: list[Any]) -> list[Any]:
+        read.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    edits = [ClearToolResults(keep=2), Offload(above=400, head=50, tail=50)]
+    if mode == "count":
+        config = ReducerConfig(
+            min_messages=500, max_messages=1_000, token_counter=_content_tokens,
+            context_edits=edits,
+        )
+    else:
+        config = ReducerConfig(max_tokens=10**6, token_counter=_content_tokens, context_edits=edits)
+    history = _loop_history(40)
+    big = next(i for i, m in enumerate(history) if read_message(m).role == "tool" and i > 30)
+    history[big] = _big(history[big], 2_000)
+    reducer = MessageReducer(config=config)
+    state = reducer.reduce(existing=history[:10]).surviving
+    offloaded = []
+    appended = [1] if mode == "count" else []  # token mode reads new ones through its cache
+    for i, message in enumerate(history[10:], start=10):
+        before = len(read)
+        result = reducer.reduce(existing=state, new=[message])
+        state = result.surviving
+        offloaded += result.edited
+        if i == big:  # offloaded on arrival: one pass over the whole history
+            assert [e.kind for e in result.edited] == [OFFLOADED]
+            assert read[before:] == [*appended, i + 1]
+        else:
+            assert read[before:] == appended
+    cache = reducer._token_counts
+    assert cache is not None
+    # Token mode counts every message once, and the preview; count mode only the one
+    # message long enough to be offloaded, and its preview.
+    assert cache.misses == (2 if mode == "count" else len(history) + 1)
+    assert [e.index for e in offloaded] == [big]
+    assert len(state) == len(history)
 
 
 def _loop_history(n: int) -> list[Any]:

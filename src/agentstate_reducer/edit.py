@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from .errors import ConfigError
 from .messages import (
@@ -67,12 +68,12 @@ CLEARED_INPUT = "cleared input"
 #: A placeholder starts with this, whatever the shape carrying it.
 _MARK = re.compile(r"\[(?:cleared|offloaded): [^\n\]]*?handle (ctx_[0-9a-f]{16})")
 _HANDLE_HEX = 16
-#: Characters of the shortest placeholder: a part no longer is never cleared.
-_SHORTEST = len("[cleared: tool result, 0 tokens, handle ctx_]") + _HANDLE_HEX
-#: A result of at most this many tokens is never cleared: a placeholder costs about 25,
-#: so the gain would not be worth changing the prompt prefix. A rule on the part alone,
-#: so the same part is treated the same way on every reduce.
+#: A result of at most this many tokens, or of at most ``_WORTH_CLEARING_CHARS``
+#: characters, is never cleared: a placeholder costs about 25 tokens, so the gain would
+#: not be worth changing the prompt prefix. Rules on the part alone, so the same part is
+#: treated the same way on every reduce; the character rule needs no count.
 _WORTH_CLEARING = 64
+_WORTH_CLEARING_CHARS = 256
 
 
 def _int(owner: str, name: str, value: object, *, least: int, allow_none: bool = False) -> None:
@@ -234,8 +235,9 @@ class EditOutcome:
 
     #: The messages, each edited one replaced by its copy (the others are the inputs).
     messages: list[Any]
-    #: Token counts of ``messages`` (``None`` when none were given: count mode).
-    counts: list[int] | None
+    #: Token counts of ``messages`` (``None`` when none were given: count mode); lazy
+    #: when the given counts were.
+    counts: Sequence[int] | None
     #: The edits made, in message order.
     edits: tuple[ContextEdit, ...]
 
@@ -277,6 +279,54 @@ def _preview(label: str, tokens: int, handle: str, text: str, option: Offload) -
     return f"{header}\n{text[:head]}\n[... {hidden} characters not shown ...]\n{end}"
 
 
+def _size(text: str) -> int:
+    """UTF-8 bytes of ``text``."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _text_size(message: Any) -> int:
+    """At least the UTF-8 bytes (so the characters) of any part's text in ``message``,
+    found without reading its parts: every editable text lives in its content, and a
+    ``repr`` holds every string in it whole."""
+    content = message_content(message)
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return _size(content)
+    try:
+        return _size(repr(content))
+    except Exception:
+        return sys.maxsize
+
+
+class _Counts(Sequence[int]):
+    """Token counts of an edited history: the copies' own, the others' from ``base``
+    (which may count lazily, so what no rule asks for is never counted)."""
+
+    def __init__(self, base: Sequence[int], own: Mapping[int, int]) -> None:
+        self._base = base
+        self._own = own
+
+    def __len__(self) -> int:
+        return len(self._base)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._base)))]
+        if index < 0:
+            index += len(self._base)
+        found = self._own.get(index)
+        return self._base[index] if found is None else found
+
+    def __iter__(self) -> Iterator[int]:
+        own = self._own
+        return (own.get(i, c) for i, c in enumerate(self._base))
+
+
 class _Editor:
     """The state of one :func:`edit_messages` call."""
 
@@ -290,10 +340,14 @@ class _Editor:
         self.source = messages
         self.views = views
         self.messages = list(messages)
-        #: Token counts, filled on demand where none were given (count mode).
-        self.counts: list[int | None] = [*counts] if counts is not None else [None] * len(messages)
+        #: The given counts (token mode), read only where a rule needs one.
+        self.base = counts
+        #: Counts of the edited copies, and in count mode of the messages counted so far.
+        self.own: dict[int, int] = {}
         self.count = count
         self.edits: list[ContextEdit] = []
+        #: Tokens of the whole edited history, once a pass has summed them all.
+        self.total: int | None = None
         self._issuers: dict[str, int] | None = None
         self._names: dict[str, str | None] = {}
 
@@ -315,31 +369,58 @@ class _Editor:
         return name
 
     def tokens(self, i: int) -> int:
-        """Tokens of message ``i``, counted now if they were not given."""
-        found = self.counts[i]
+        """Tokens of message ``i`` (as edited so far), counted now if not known."""
+        found = self.own.get(i)
         if found is None:
-            found = self.counts[i] = self.count(self.messages[i])
+            if self.base is not None:
+                return self.base[i]
+            found = self.own[i] = self.count(self.messages[i])
         return found
+
+    def over(self, limit: int) -> bool:
+        """Whether the (edited) history holds more than ``limit`` tokens, summed from the
+        end: a lazy count stops there."""
+        if self.total is not None:
+            return self.total > limit
+        total = 0
+        for i in range(len(self.messages) - 1, -1, -1):
+            tokens = self.tokens(i)
+            if tokens < 0:  # a counter that is not a count: partial sums prove nothing
+                return sum(self.tokens(j) for j in range(len(self.messages))) > limit
+            total += tokens
+            if total > limit:
+                return True
+        return False
 
     def part_tokens(self, i: int, part: EditablePart) -> int:
         if part.path == ("content",):
             return self.tokens(i)
         return self.count(with_parts(self.messages[i], {("content",): part_text(part.value)}))
 
-    def edit(self, i: int, changes: list[_Change], *, only_if_smaller: bool = False) -> int:
+    def edit(
+        self, i: int, changes: list[_Change], *, measure: bool, only_if_smaller: bool = False
+    ) -> int:
         """Write ``changes`` into message ``i``; return the tokens saved.
 
-        With ``only_if_smaller``, a copy that would not be smaller is dropped (a result
-        shorter than its placeholder stays as it is) and 0 is returned.
+        Without ``measure`` (count mode, when nothing depends on the saving) the copy is
+        not counted and 0 is returned. With ``only_if_smaller``, a measured copy that
+        would not be smaller is dropped (the result stays as it is) and 0 is returned.
         """
         message = self.messages[i]
         edited = with_parts(message, {c.part.path: c.value for c in changes})
-        tokens = self.count(edited)
-        saved = self.tokens(i) - tokens
-        if only_if_smaller and saved <= 0:
-            return 0
+        saved = 0
+        if measure:
+            tokens = self.count(edited)
+            saved = self.tokens(i) - tokens
+            if only_if_smaller and saved <= 0:
+                return 0
+            self.own[i] = tokens
+            if self.total is not None:
+                self.total -= saved
+        else:
+            self.own.pop(i, None)
+            self.total = None
         self.messages[i] = edited
-        self.counts[i] = tokens
         ident = message_id(message)
         content = message_content(message)
         for change in changes:
@@ -355,6 +436,17 @@ class _Editor:
             )
         return saved
 
+    def final_counts(self) -> Sequence[int] | None:
+        base = self.base
+        if base is None:
+            return None
+        if not self.own:
+            return base
+        if isinstance(base, (list, tuple)):
+            own = self.own
+            return [own.get(i, c) for i, c in enumerate(base)]
+        return _Counts(base, dict(self.own))
+
 
 class _Change(NamedTuple):
     part: EditablePart
@@ -365,37 +457,70 @@ class _Change(NamedTuple):
     handle: str
 
 
-def _fires(option: ClearToolResults, config: ReducerConfig, n: int, total: int) -> bool:
+def _fires(option: ClearToolResults, config: ReducerConfig, editor: _Editor) -> bool:
+    n = len(editor.messages)
     if option.trigger_tokens is None and option.trigger_messages is None:
         if config.max_tokens is not None:
             # A resolved budget: ReducerConfig turns ("fraction", f) into tokens.
-            return total > int(config.max_tokens)
+            return editor.over(int(config.max_tokens))
         return config.max_messages is not None and n > config.max_messages
-    if option.trigger_tokens is not None and total > option.trigger_tokens:
+    if option.trigger_messages is not None and n > option.trigger_messages:
         return True
-    return option.trigger_messages is not None and n > option.trigger_messages
+    return option.trigger_tokens is not None and editor.over(option.trigger_tokens)
 
 
-def _offload(editor: _Editor, option: Offload, indices: Iterable[int]) -> None:
-    for i in indices:
-        if editor.views[i].role == SYSTEM or editor.tokens(i) <= option.above:
+def _offload_one(editor: _Editor, option: Offload, i: int) -> None:
+    message = editor.messages[i]
+    if editor.views[i].role == SYSTEM or _text_size(message) <= option.above:
+        return  # no part can hold more tokens than bytes: no need to count
+    if editor.tokens(i) <= option.above:
+        return
+    changes = []
+    for part in editable_parts(message, i):
+        if part.kind == TOOL_ARGS_PART or (part.kind == TEXT_PART and not option.text):
             continue
-        message = editor.messages[i]
-        changes = []
-        for part in editable_parts(message, i):
-            if part.kind == TOOL_ARGS_PART or (part.kind == TEXT_PART and not option.text):
-                continue
-            if is_edited(part.value):
-                continue
-            size = editor.part_tokens(i, part)
-            if size <= option.above:
-                continue
-            tool = editor.tool_name(part) if part.kind == TOOL_RESULT_PART else None
-            handle = handle_of(part.value)
-            preview = _preview(_label(part, tool), size, handle, part_text(part.value), option)
-            changes.append(_Change(part, preview, OFFLOADED, tool, size, handle))
-        if changes:
-            editor.edit(i, changes)
+        if is_edited(part.value):
+            continue
+        text = part_text(part.value)
+        if _size(text) <= option.above:
+            continue
+        size = editor.part_tokens(i, part)
+        if size <= option.above:
+            continue
+        tool = editor.tool_name(part) if part.kind == TOOL_RESULT_PART else None
+        handle = handle_of(part.value)
+        preview = _preview(_label(part, tool), size, handle, text, option)
+        changes.append(_Change(part, preview, OFFLOADED, tool, size, handle))
+    if changes:
+        editor.edit(i, changes, measure=editor.base is not None)
+
+
+def _offload(
+    editor: _Editor, option: Offload, start: int, stop: int, limit: int | None
+) -> None:
+    """Offload from the end back, leaving alone what the plan will prune anyway (as
+    :func:`_clear` does); the kept first message always."""
+    above, messages = option.above, editor.messages
+    for i in range(start):
+        _offload_one(editor, option, i)
+    low = max(start, stop)
+    if limit is None:  # count mode: only a message long enough is counted
+        for i in range(len(messages) - 1, low - 1, -1):
+            if _text_size(messages[i]) > above:
+                _offload_one(editor, option, i)
+        return
+    tokens = editor.tokens
+    used = sum(tokens(i) for i in range(start))
+    for i in range(len(messages) - 1, low - 1, -1):
+        count = tokens(i)
+        if count > above:
+            _offload_one(editor, option, i)
+            count = tokens(i)
+        used += count
+        if used > limit:
+            return
+    if stop == 0:
+        editor.total = used  # every message was read: the trigger needs no second pass
 
 
 def _clear(
@@ -413,7 +538,9 @@ def _clear(
     saved = 0
     before = len(editor.edits)
     restore: list[tuple[int, Any, int | None]] = []
-    views, counts = editor.views, editor.counts
+    views, own = editor.views, editor.own
+    # In count mode nothing needs the saving unless clear_at_least asks for it.
+    measure = editor.base is not None or option.clear_at_least > 0
     for i in range(len(editor.messages) - 1, max(start, stop) - 1, -1):
         view = views[i]
         skip = view.role == SYSTEM or not (view.answers or inputs)
@@ -423,7 +550,10 @@ def _clear(
                 kept += 1
                 skip = True
             else:
-                skip = editor.tokens(i) <= _WORTH_CLEARING
+                skip = (
+                    _text_size(editor.messages[i]) <= _WORTH_CLEARING_CHARS
+                    or editor.tokens(i) <= _WORTH_CLEARING
+                )
         if skip:
             if limit is not None:
                 used += editor.tokens(i)
@@ -448,11 +578,8 @@ def _clear(
             if kept < option.keep:
                 kept += 1
                 continue
-            whole = part.path == ("content",)
-            if (whole and editor.tokens(i) <= _WORTH_CLEARING) or is_edited(part.value):
+            if is_edited(part.value) or len(part_text(part.value)) <= _WORTH_CLEARING_CHARS:
                 continue
-            if len(part_text(part.value)) <= _SHORTEST:
-                continue  # shorter than any placeholder: clearing it would add tokens
             size = editor.part_tokens(i, part)
             if size <= _WORTH_CLEARING:
                 continue
@@ -463,8 +590,8 @@ def _clear(
             if option.clear_tool_inputs and part.call_id is not None:
                 inputs.add(part.call_id)
         if changes:
-            restore.append((i, message, counts[i]))
-            saved += editor.edit(i, changes[::-1], only_if_smaller=True)
+            restore.append((i, message, own.get(i)))
+            saved += editor.edit(i, changes[::-1], measure=measure, only_if_smaller=True)
         if limit is not None:
             used += editor.tokens(i)
             if used > limit:
@@ -472,7 +599,10 @@ def _clear(
     if saved < option.clear_at_least:
         for i, message, tokens in restore:
             editor.messages[i] = message
-            editor.counts[i] = tokens
+            if tokens is None:
+                own.pop(i, None)
+            else:
+                own[i] = tokens
         del editor.edits[before:]
 
 
@@ -485,11 +615,15 @@ def edit_messages(
 ) -> EditOutcome:
     """Apply ``config.context_edits`` to ``messages``; the inputs are never mutated.
 
+    Only what a rule needs is read: a message whose text is too short for any edit is
+    neither counted nor parsed, and what the plan will prune anyway is left alone.
+
     Args:
         messages: the history, in order.
         views: one view per message (edits never change them).
-        counts: one token count per message (token mode), or ``None`` (count mode):
-            then only the messages a prune may keep are counted, with ``count``.
+        counts: one token count per message (token mode; a lazy sequence is read only
+            where needed), or ``None`` (count mode): then messages are counted with
+            ``count`` only where a rule needs their size.
         config: the reducer configuration (its ``context_edits`` and thresholds).
         count: counts one message (an edited copy) with the reducer's counter.
 
@@ -500,36 +634,55 @@ def edit_messages(
     clear = next((o for o in config.context_edits if isinstance(o, ClearToolResults)), None)
     offload = next((o for o in config.context_edits if isinstance(o, Offload)), None)
     n = len(messages)
-    if (
-        counts is not None
-        and n
-        and (offload is None or max(counts) <= offload.above)
-        and (clear is None or not _fires(clear, config, n, sum(counts)))
-    ):
-        # Nothing to do: the commonest case, which must cost next to nothing.
-        return EditOutcome(list(messages), list(counts), ())
     editor = _Editor(messages, views, counts, count)
-    start = 1 if config.preserve_first and n else 0
+    if not n or (clear is None and offload is None):
+        return EditOutcome(editor.messages, counts, ())
+    start = 1 if config.preserve_first else 0
+    limit = None if counts is None or config.max_tokens is None else int(config.max_tokens)
     stop = _count_mode_stop(views, config) if counts is None else 0
-    if offload is not None and n:
-        if counts is not None:
-            big = max(counts) > offload.above
-            indices: Iterable[int] = range(n) if big else ()
-        else:
-            indices = range(stop, n) if not stop else (0, *range(stop, n))
-        _offload(editor, offload, indices)
-    if clear is not None:
-        if counts is not None or clear.trigger_tokens is not None:
-            total = sum(editor.tokens(i) for i in range(n))
-        else:
-            total = 0
-        if _fires(clear, config, n, total):
-            _clear(editor, clear, start, stop, config.max_tokens)
+    if offload is not None:
+        _offload(editor, offload, start, stop, limit)
+    if clear is not None and _fires(clear, config, editor):
+        _clear(editor, clear, start, stop, limit)
     edits = tuple(sorted(editor.edits, key=lambda e: e.index))
-    final = None
-    if counts is not None:
-        final = [editor.tokens(i) for i in range(n)] if edits else list(counts)
-    return EditOutcome(editor.messages, final, edits)
+    return EditOutcome(editor.messages, editor.final_counts(), edits)
+
+
+def leaves_append(
+    config: ReducerConfig,
+    size: int,
+    tokens: int | None,
+    new: Sequence[Any] = (),
+    new_counts: Sequence[int] | None = None,
+    count: Callable[[Any], int] | None = None,
+) -> bool:
+    """Whether editing ``history + new`` (``size`` messages, ``tokens`` in token mode)
+    surely changes nothing, for a ``history`` that editing leaves as it is and that the
+    plan leaves whole: the clear trigger does not fire and no new message could be
+    offloaded. ``False`` means only :func:`edit_messages` can tell."""
+    for option in config.context_edits:
+        if isinstance(option, ClearToolResults):
+            if option.trigger_tokens is None and option.trigger_messages is None:
+                continue  # the reducer's threshold: the plan's append rule checks it
+            if option.trigger_messages is not None and size > option.trigger_messages:
+                return False
+            if option.trigger_tokens is not None and (
+                tokens is None or tokens > option.trigger_tokens
+            ):
+                return False
+        else:
+            for k, message in enumerate(new):
+                if _text_size(message) <= option.above:
+                    continue
+                if new_counts is not None:
+                    tokens_k = new_counts[k]
+                elif count is not None:
+                    tokens_k = count(message)
+                else:
+                    return False
+                if tokens_k > option.above:
+                    return False
+    return True
 
 
 def _count_mode_stop(views: Sequence[MessageView], config: ReducerConfig) -> int:

@@ -744,6 +744,7 @@ _APPEND_FIELDS = frozenset(
         "dedupe_on_prune",
         "dedupe_window",
         "start_on",
+        "context_edits",  # the reducer appends only when editing would change nothing
     }
 )
 

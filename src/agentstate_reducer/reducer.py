@@ -22,7 +22,7 @@ from .config import (
     SummaryFactory,
     TokenCounterLike,
 )
-from .edit import ContextEdit, EditOption, edit_messages
+from .edit import ContextEdit, EditOption, edit_messages, leaves_append
 from .errors import ConfigError, MessageFormatError, OutboxError
 from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
 from .messages import (
@@ -510,38 +510,38 @@ class MessageReducer:
         added: list[Any] = []
         if self.config.repair_dangling_calls:
             messages, added = repair_dangling_calls(messages)
-        if self.config.context_edits:
-            edited, plan, memo, edits = self._prepare_edited(messages, namespace)
-            return edited, plan, memo, edits, added
         if not added and self._plain_budget(
             messages, len(messages) - len(as_message_list(new)), namespace
         ):
             fast = self._append(existing, messages)
             if fast is not None:
                 return messages, fast, None, (), added
+        if self.config.context_edits:
+            edited, plan, memo, edits = self._prepare_edited(messages, namespace)
+            return edited, plan, memo, edits, added
         plan, views, counts = self._plan(
             messages, self.config, [], reserve=self._reserve(), namespace=namespace, lazy=True
         )
         return messages, plan, (views, counts), (), added
 
+    def _count_one(self, message: Any) -> int:
+        """One message (an edited copy) counted, and remembered, with this reducer's counter."""
+        return self._cache().counts([message])[0]
+
     def _prepare_edited(
         self, messages: list[Any], namespace: Any = None
-    ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...]]:
+    ) -> tuple[list[Any], Plan, _Memo, tuple[ContextEdit, ...]]:
         """Edit first; the plan then sees the edited counts, so it prunes only what is
-        still over the threshold. (No incremental path: every reduce reads the list.)"""
-        cache = self._cache()
-        counts: list[int] | None
-        if self.config.token_mode:
-            views, counts = cache.read(messages)
-        else:  # count mode counts only what the edit step looks at
-            views, counts = read_messages(messages), None
-        count = lambda m: cache.counts([m])[0]  # noqa: E731 - an edited copy, remembered
+        still over the threshold. Both count lazily: what neither needs is never counted."""
+        counts: Sequence[int] | None = None
+        views = read_messages(messages)
         budget = self.config
-        if counts is not None:  # the edit step fires at the budget the plan prunes at
+        if budget.token_mode:
+            counts = _LazyCounts(self._cache(), messages)
             if budget.calibrate_from_usage:
                 self._learn(messages, views, counts, namespace)
-            budget = self._budget(namespace)
-        outcome = edit_messages(messages, views, counts, budget, count)
+            budget = self._budget(namespace)  # the edit step fires where the plan prunes
+        outcome = edit_messages(messages, views, counts, budget, self._count_one)
         plan, _, _ = self._plan(
             outcome.messages,
             self.config,
@@ -550,14 +550,14 @@ class MessageReducer:
             namespace=namespace,
             read=(views, outcome.counts),
         )
-        return outcome.messages, plan, None, outcome.edits
+        return outcome.messages, plan, (views, outcome.counts), outcome.edits
 
     def _plain_budget(self, messages: list[Any], start: int, namespace: Any) -> bool:
         """Whether the incremental path may plan ``messages`` (new from ``start``): it
         knows only ``self.config``, so not while the request overhead or the calibration
         factor of ``namespace`` changes the budget, nor when a new message reports usage
         to learn from (the full path learns it, then plans with the new factor)."""
-        if self._token_counts is None:
+        if not self.config.token_mode:
             return True
         if self._budget(namespace) is not self.config:
             return False
@@ -610,7 +610,8 @@ class MessageReducer:
                 return None
         new = messages[size:]
         try:
-            if self._token_counts is not None:
+            # (count mode may have a cache too, for what editing counts: not used here)
+            if self.config.token_mode and self._token_counts is not None:
                 new_views, new_counts = self._token_counts.read(new)
             else:
                 new_views, new_counts = read_messages(new), None
@@ -620,6 +621,10 @@ class MessageReducer:
         if got is None:
             return None
         plan, settled = got
+        if self.config.context_edits and not leaves_append(
+            self.config, settled.size, settled.tokens, new, new_counts, self._count_one
+        ):
+            return None
         ids = chain.ids
         with self._chains_lock:
             if len(snapshot) == size:
@@ -684,13 +689,21 @@ class MessageReducer:
 
     def _settle(self, chain: _Chain) -> Settled | None:
         views, counts = chain.views, chain.counts
-        if views is None or (self._token_counts is not None and counts is None):
+        token_mode = self.config.token_mode and self._token_counts is not None
+        if views is None or (token_mode and counts is None):
             history = chain.snapshot[: chain.size]
-            if self._token_counts is not None:
+            if token_mode and self._token_counts is not None:
                 views, counts = self._token_counts.read(history)
             else:
                 views = read_messages(history)
         settled = settle(views, chain.snapshot, self.config, counts)
+        if settled is not None and self.config.context_edits:
+            # The append rule holds only for a history that editing leaves as it is.
+            history = chain.snapshot[: chain.size]
+            if not leaves_append(self.config, settled.size, settled.tokens) or edit_messages(
+                history, views, counts, self.config, self._count_one
+            ).edits:
+                return None
         if settled is not None:
             self._keep(chain._replace(views=None, counts=None, settled=settled))
         return settled
