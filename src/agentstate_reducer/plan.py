@@ -29,9 +29,11 @@ Laws (tested with hypothesis):
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Sequence
 from dataclasses import MISSING, dataclass, field, fields
+from itertools import compress
+from operator import and_, attrgetter, not_
 from typing import Any, Protocol
 
 from .config import ReducerConfig
@@ -349,19 +351,20 @@ _PINNED = 2
 
 
 def _cascade(
-    views: Sequence[MessageView],
     parents: Sequence[tuple[int | None, ...] | None],
+    answering: Sequence[int],
     pruned: bytearray,
     why: dict[int, tuple[str, int | None]],
-    begin: int,
     start: int,
 ) -> None:
-    """Prune every result of a pruned call, and every result whose call was never issued."""
-    for j in range(max(begin, start), len(views)):
-        links = parents[j]
-        if links is None or pruned[j]:
+    """Prune every result of a pruned call, and every result whose call was never issued.
+
+    ``answering``: the indices of the messages answering calls, ascending.
+    """
+    for j in answering[bisect_left(answering, start) :]:
+        if pruned[j]:
             continue
-        for parent in links:
+        for parent in parents[j]:  # type: ignore[union-attr]  # answering: never None
             if parent is None:
                 pruned[j] = 1
                 why[j] = (ORPHAN, None)
@@ -370,6 +373,98 @@ def _cascade(
                 pruned[j] = 1
                 why[j] = (CASCADE, parent)
                 break
+
+
+_role = attrgetter("role")
+#: Byte ``i`` is 1 - ``i`` for 0 and 1, 0 otherwise (flags to their complement).
+_FLIP = bytes([1]) + bytes(255)
+#: Any non-zero byte to 1.
+_ONE = bytes([0]) + bytes([1]) * 255
+_WINDOW_WHY: tuple[str, int | None] = (WINDOW, None)
+_START_ON_WHY: tuple[str, int | None] = (START_ON, None)
+
+
+def _plain_prunable(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    lo: int,
+    hi: int,
+) -> bytearray:
+    """One flag per index of ``[lo, hi)``: 1 for a human or ai message answering no call."""
+    roles = map(PRUNABLE_ROLES.__contains__, map(_role, views[lo:hi]))
+    return bytearray(map(and_, roles, map(not_, parents[lo:hi])))
+
+
+def _prune_window(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    pruned: bytearray,
+    protected: bytearray,
+    why: dict[int, tuple[str, int | None]],
+    start: int,
+    cut: int,
+    window_end: int,
+) -> None:
+    """Prune every plain human or ai message of ``[start, cut)`` that nothing protects.
+
+    The reason is :data:`WINDOW` before ``window_end``, :data:`START_ON` from it on.
+    Flags are combined as integers, so the work per message is done in C.
+    """
+    if cut <= start:
+        return
+    width = cut - start
+    free = _plain_prunable(views, parents, start, cut)
+    taken = protected[start:cut].translate(_ONE)
+    free_bits = int.from_bytes(free, "little")
+    free_bits &= ~(int.from_bytes(taken, "little") | int.from_bytes(pruned[start:cut], "little"))
+    if not free_bits:
+        return
+    chosen = free_bits.to_bytes(width, "little")
+    gone = list(compress(range(start, cut), chosen))
+    pruned[start:cut] = (int.from_bytes(pruned[start:cut], "little") | free_bits).to_bytes(
+        width, "little"
+    )
+    split = bisect_left(gone, window_end)
+    why.update(dict.fromkeys(gone[:split], _WINDOW_WHY))
+    if split < len(gone):
+        why.update(dict.fromkeys(gone[split:], _START_ON_WHY))
+
+
+def _kept_anyway(
+    views: Sequence[MessageView],
+    parents: Sequence[tuple[int | None, ...] | None],
+    counts: Sequence[int],
+    start: int,
+    stop: int,
+    cascade: bool,
+    protected: bytearray,
+    answering: Sequence[int],
+) -> int:
+    """Tokens of the messages of ``[start, stop)`` that stay wherever the cut falls.
+
+    Protected ones, plain ones of a role never pruned, and results whose calls all come
+    before ``start`` (every result without the cascade); never an orphaned result.
+    """
+    if stop <= start:
+        return 0
+    get = counts.__getitem__
+    guarded = protected[start:stop]
+    total = sum(map(get, compress(range(start, stop), guarded)))
+    roles = map(PRUNABLE_ROLES.__contains__, map(_role, views[start:stop]))
+    other = bytearray(map(and_, map(not_, roles), map(not_, parents[start:stop])))
+    if guarded.count(0) != len(guarded):
+        other = bytearray(map(and_, other, guarded.translate(_FLIP)))
+    total += sum(map(get, compress(range(start, stop), other)))
+    results = answering[bisect_left(answering, start) : bisect_left(answering, stop)]
+    if not cascade:
+        total += sum(get(i) for i in results if not protected[i])
+    elif start and results and any(views[i].calls for i in range(start)):
+        for i in results:
+            links = parents[i]
+            assert links is not None
+            if not protected[i] and all(p is not None and p < start for p in links):
+                total += get(i)
+    return total
 
 
 _NEVER = -1  # a threshold below every boundary: the message never survives
@@ -412,6 +507,7 @@ def _first_kept_step(
     config: ReducerConfig,
     protected: bytearray,
     reserve: int,
+    answering: Sequence[int],
 ) -> int:
     """Token mode: how many of the turn's oldest steps go so the rest fits.
 
@@ -420,16 +516,9 @@ def _first_kept_step(
     latest step.
     """
     steps = turn.steps
-    fixed = sum(counts[:start])
-    for i in range(start, turn.begin):
-        links = parents[i]
-        if protected[i]:  # pinned
-            fixed += counts[i]
-        elif links is None:
-            if views[i].role not in PRUNABLE_ROLES:
-                fixed += counts[i]
-        elif not cascade or all(p is not None and p < start for p in links):
-            fixed += counts[i]
+    fixed = sum(counts[:start]) + _kept_anyway(
+        views, parents, counts, start, turn.begin, cascade, protected, answering
+    )
     if turn.opener is not None and turn.opener >= start:
         fixed += counts[turn.opener]
     # Boundaries: 0 keeps the whole body, k >= 1 starts it at the k-th step's ai message.
@@ -461,51 +550,40 @@ def _token_cut(
     target: int,
     cascade: bool,
     protected: bytearray,
+    answering: Sequence[int],
 ) -> int:
     """Smallest ``cut`` whose survivors (kept prefix + tail ``[cut, n)``) fit ``target``.
 
     Walks the cut back from the end one message at a time. A tool result only costs
     tokens once every call it answers is kept, because until then the cascade removes
     it; so the total is non-decreasing as the tail grows and the first failure is final.
+    What stays wherever the cut falls is summed first; the walk reads only the tail.
     """
     n = len(views)
-    need = sum(counts[:start])
-    pending = [0] * n
-    waiting = bytearray(n)
+    need = sum(counts[:start]) + _kept_anyway(
+        views, parents, counts, start, n, cascade, protected, answering
+    )
+    pending: dict[int, int] = {}
     children: dict[int, list[int]] = {}
-    plain = bytearray(n)
-    for i in range(start, n):
-        links = parents[i]
-        if protected[i]:
-            need += counts[i]
-            continue
-        if links is None:
-            if views[i].role in PRUNABLE_ROLES:
-                plain[i] = 1
-            else:
-                need += counts[i]
-            continue
-        if not cascade:
-            need += counts[i]
-            continue
-        if None in links:
-            continue  # an orphan: pruned wherever it stands
-        live = {p for p in links if p is not None and p >= start}
-        if not live:
-            need += counts[i]
-            continue
-        pending[i] = len(live)
-        for p in live:
-            children.setdefault(p, []).append(i)
     cut = n
     while cut > start:
         k = cut - 1
-        cost = counts[k] if plain[k] else 0
-        if pending[k]:
-            waiting[k] = 1
-        for child in children.get(k, ()):
+        cost = 0
+        if not protected[k]:
+            links = parents[k]
+            if links is None:
+                if views[k].role in PRUNABLE_ROLES:
+                    cost = counts[k]
+            elif cascade and None not in links:
+                # A result is costed once its last call is kept (calls precede results).
+                live = {p for p in links if p is not None and p >= start}
+                if live:
+                    pending[k] = len(live)
+                    for p in live:
+                        children.setdefault(p, []).append(k)
+        for child in children.pop(k, ()):
             pending[child] -= 1
-            if not pending[child] and waiting[child]:
+            if not pending[child]:
                 cost += counts[child]
         if need + cost > target:
             break
@@ -590,6 +668,7 @@ def make_plan(
         )
 
     parents = link_calls(views)[0]
+    answering = list(compress(range(n), parents))  # the results, ascending
     pruned = bytearray(n)
     why: dict[int, tuple[str, int | None]] = {}
     cut = start
@@ -601,7 +680,9 @@ def make_plan(
         if pinned:
             closure = _pin_closure(parents, pinned, n)
             held = tuple(
-                i for i in range(start, n) if closure[i] and None not in (parents[i] or ())
+                i
+                for i in compress(range(start, n), closure[start:])
+                if None not in (parents[i] or ())
             )
             for i in held:
                 protected[i] = _PINNED
@@ -610,7 +691,16 @@ def make_plan(
             if token_mode:
                 assert counts is not None
                 dropped = _first_kept_step(
-                    views, parents, counts, turn, start, cascade, config, protected, reserve
+                    views,
+                    parents,
+                    counts,
+                    turn,
+                    start,
+                    cascade,
+                    config,
+                    protected,
+                    reserve,
+                    answering,
                 )
                 if dropped:
                     keep_from = turn.steps[dropped][0]
@@ -632,28 +722,28 @@ def make_plan(
             assert counts is not None
             target = config.effective_target_tokens
             assert target is not None
-            cut = _token_cut(views, parents, counts, start, target - reserve, cascade, protected)
+            cut = _token_cut(
+                views, parents, counts, start, target - reserve, cascade, protected, answering
+            )
         else:
             cut = max(start, n - config.min_messages)
         window_end = cut
         if config.start_on == HUMAN:
             cut = _human_cut(views, cut, start, turn.opener, back=not token_mode)
-        for i in range(start, cut):
-            free = not (protected[i] or pruned[i])
-            if free and views[i].role in PRUNABLE_ROLES and parents[i] is None:
-                pruned[i] = 1
-                why[i] = (START_ON if i >= window_end else WINDOW, None)
+        _prune_window(views, parents, pruned, protected, why, start, cut, window_end)
     if cascade:
         # Also runs under the threshold: results orphaned before this call go too.
-        _cascade(views, parents, pruned, why, start, start)
+        _cascade(parents, answering, pruned, why, start)
 
-    indices = tuple(sorted(why))  # every pruned index has its reason
+    indices = tuple(compress(range(n), pruned))  # every pruned index has its reason
     kept = total
     if counts is not None and total is not None:
-        kept = total - sum(counts[i] for i in indices)
+        kept = total - sum(map(counts.__getitem__, indices))
     elif counts is not None:  # counted lazily: every survivor was, the others maybe not
-        kept = sum(counts[i] for i in range(n) if i not in why)
-    kept_protected = tuple(i for i in range(n) if protected[i] == 1 and not pruned[i])
+        kept = sum(map(counts.__getitem__, compress(range(n), pruned.translate(_FLIP))))
+    kept_protected = tuple(
+        i for i in compress(range(n), protected) if protected[i] == 1 and not pruned[i]
+    )
     over_target = over_budget = False
     because: list[str] = []
     if triggered:

@@ -7,7 +7,7 @@ import inspect
 import logging
 import operator
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import compress, repeat
@@ -91,8 +91,23 @@ def _kept_flags(size: int, pruned: Sequence[int]) -> bytearray:
 
 
 def _split(messages: list[Any], pruned: Sequence[int]) -> tuple[list[Any], list[Any]]:
+    if pruned and pruned[-1] - pruned[0] == len(pruned) - 1:  # one block: slices
+        first, end = pruned[0], pruned[-1] + 1
+        return messages[:first] + messages[end:], messages[first:end]
     flags = _kept_flags(len(messages), pruned)
     return list(compress(messages, flags)), list(map(messages.__getitem__, pruned))
+
+
+def _survivors(items: Sequence[_T], pruned: Sequence[int]) -> list[_T]:
+    """The items at the indices ``pruned`` (ascending) does not hold."""
+    if not pruned:
+        return list(items)
+    if pruned[-1] - pruned[0] == len(pruned) - 1:
+        return [*items[: pruned[0]], *items[pruned[-1] + 1 :]]
+    flags = _kept_flags(len(items), pruned)
+    if type(items) is list:
+        return list(compress(items, flags))
+    return list(map(items.__getitem__, compress(range(len(items)), flags)))  # lazy: no iter
 
 
 def _concat(existing: Any, new: Any) -> list[Any]:
@@ -151,6 +166,8 @@ class _LazyCounts(Sequence[int]):
 
 
 _BLOCK = 64
+
+_REASON = operator.itemgetter(0)
 
 #: The views and counts a full plan read, kept to remember the list it returns.
 _Memo = tuple[list[MessageView], "Sequence[int] | None"]
@@ -579,17 +596,18 @@ class MessageReducer:
             if not plan.triggered:  # else over the threshold: the next reduce plans anyway
                 self._remember(messages, views, None if counts is None else list(counts))
             return
-        chosen = list(map(messages.__getitem__, plan.pruned))
-        if len(result.pruned) == len(chosen) and all(map(operator.is_, result.pruned, chosen)):
-            flags = _kept_flags(len(messages), plan.pruned)
-            if len(surviving) == len(messages) - len(chosen):  # no summary block went in
-                kept = compress(range(len(messages)), flags)
-                self._remember(
-                    surviving,
-                    list(compress(views, flags)),
-                    None if counts is None else list(map(counts.__getitem__, kept)),
-                )
-                return
+        chosen = plan.pruned
+        if (
+            len(result.pruned) == len(chosen)
+            and len(surviving) == len(messages) - len(chosen)  # no summary block went in
+            and all(map(operator.is_, result.pruned, map(messages.__getitem__, chosen)))
+        ):
+            self._remember(
+                surviving,
+                _survivors(views, chosen),
+                None if counts is None else _survivors(counts, chosen),
+            )
+            return
         self._remember(surviving, None, None)  # read again when next needed
 
     def _append(self, existing: Any, messages: list[Any]) -> Plan | None:
@@ -733,15 +751,23 @@ class MessageReducer:
             pruned = [m for m in pruned if id(m) not in synthetic]
             kept = {id(m) for m in result.surviving}
             added = [m for m in added if id(m) in kept]
-        at = {id(m): i for i, m in enumerate(messages)} if pruned else {}
-        gone = [at[id(m)] for m in pruned]
-        by_reason: dict[str, int] = {}
-        for i in gone:
-            reason = plan.why.get(i, (WINDOW, None))[0]
-            by_reason[reason] = by_reason.get(reason, 0) + 1
+        gone: Sequence[int]
+        if len(pruned) == len(plan.pruned) and all(
+            map(operator.is_, pruned, map(messages.__getitem__, plan.pruned))
+        ):
+            gone = plan.pruned  # the common case: what the plan chose, no index to build
+            by_reason = dict(Counter(map(_REASON, plan.why.values())))
+        else:
+            at = {id(m): i for i, m in enumerate(messages)} if pruned else {}
+            gone = [at[id(m)] for m in pruned]
+            by_reason = {}
+            for i in gone:
+                reason = plan.why.get(i, (WINDOW, None))[0]
+                by_reason[reason] = by_reason.get(reason, 0) + 1
         kept_tokens = plan.kept_tokens
         if plan.total_tokens is not None and len(result.pruned) != len(plan.pruned):
             counts = self.count_tokens(messages)  # cached: a fail-closed summary pruned less
+            at = {id(m): i for i, m in enumerate(messages)}
             kept_tokens = plan.total_tokens - sum(counts[at[id(m)]] for m in result.pruned)
         return replace(
             result,
