@@ -7,7 +7,10 @@ A history is drawn as a shape-free script of events, then rendered:
 * ``"anthropic"``: Anthropic dicts with content blocks (``tool_use`` in the assistant's
   content, ``tool_result`` blocks in user messages, several per message or split over
   consecutive user messages, optionally followed by text);
-* ``"langchain_blocks"``: LangChain messages carrying the Anthropic blocks.
+* ``"langchain_blocks"``: LangChain messages carrying the Anthropic blocks;
+* ``"pydantic_ai"`` (not in :data:`SHAPES`): PydanticAI ``ModelRequest``/``ModelResponse``,
+  adjacent parts of one side in one message as the SDK merges them (system prompt and
+  question, tool returns and trailing text), thinking before each call.
 
 Every drawn history passes ``validate_history`` for both providers (for OpenAI only, with
 ``openai_only=True``): it starts (after an optional system prompt) with a user message,
@@ -216,6 +219,48 @@ def _anthropic(script: Script) -> list[Any]:
     return out
 
 
+def _pydantic_ai(script: Script) -> list[Any]:
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    out: list[Any] = []
+    side: list[Any] = []
+    request = True
+
+    def flush() -> None:
+        if side:
+            out.append(ModelRequest(parts=list(side)) if request else ModelResponse(list(side)))
+            side.clear()
+
+    for event in script.events:
+        wants = not (isinstance(event, Calls) or (isinstance(event, Say) and event.role == "ai"))
+        if wants != request:
+            flush()
+            request = wants
+        if isinstance(event, Say):
+            part = {"system": SystemPromptPart, "human": UserPromptPart, "ai": TextPart}
+            side.append(part[event.role](event.text))
+        elif isinstance(event, Calls):
+            side.append(ThinkingPart(f"calling {len(event.ids)}"))
+            if event.text:
+                side.append(TextPart(event.text))
+            side.extend(ToolCallPart("lookup", {}, tool_call_id=i) for i in event.ids)
+        else:
+            side.extend(ToolReturnPart("lookup", text, tool_call_id=i) for i, text in event.answers)
+            if event.trailing is not None:
+                side.append(UserPromptPart(event.trailing))
+    flush()
+    return out
+
+
 def render(script: Script, shape: str) -> list[Any]:
     """Render a script as messages of ``shape`` (one of :data:`SHAPES`)."""
     if shape == "openai":
@@ -226,6 +271,8 @@ def render(script: Script, shape: str) -> list[Any]:
         return _langchain(script, blocks=True)
     if shape == "anthropic":
         return _anthropic(script)
+    if shape == "pydantic_ai":
+        return _pydantic_ai(script)
     raise ValueError(f"shape must be one of {SHAPES!r}, got {shape!r}")
 
 

@@ -6,7 +6,10 @@ import subprocess
 import sys
 import textwrap
 
-BLOCKED = ("langgraph", "langchain_core", "langchain", "tiktoken", "psycopg", "redis")
+BLOCKED = (
+    "langgraph", "langchain_core", "langchain", "tiktoken", "psycopg", "redis", "pydantic_ai",
+    "agents", "openai",
+)
 
 
 def test_core_runs_without_optional_packages() -> None:

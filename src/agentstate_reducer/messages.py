@@ -4,7 +4,8 @@ Shapes understood: LangChain message objects (and their ``*Chunk`` classes,
 ``ChatMessage(role=...)``), duck-typed objects with ``type`` or ``role``,
 OpenAI chat dicts, LangChain dicts (``{"role"|"type": ...}``, ``messages_to_dict``
 output ``{"type", "data"}`` and ``dumpd`` output ``{"lc", "type": "constructor"}``)
-and Anthropic dicts with content blocks (``tool_use`` / ``tool_result``).
+Anthropic dicts with content blocks (``tool_use`` / ``tool_result``), and PydanticAI
+``ModelRequest`` / ``ModelResponse`` messages (read in ``_shape_pydantic_ai``).
 
 This is the only module that knows role aliases, where tool-call ids live and
 how text is stored.
@@ -18,6 +19,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from . import _shape_pydantic_ai as _pydantic_ai
 from .errors import MessageFormatError
 
 __all__ = (
@@ -319,6 +321,9 @@ def read_message(message: object, index: int = 0) -> MessageView:
     raw = getattr(message, "type", None)
     if raw is None:
         raw = getattr(message, "role", None)
+        if raw is None and _pydantic_ai.is_message(message):
+            role, calls, answers = _pydantic_ai.read(message)
+            return MessageView(_ALIASES[role], None, calls, answers)
         if raw is None:
             raise MessageFormatError(
                 f"message at index {index} is a {type(message).__name__!s} with neither "
@@ -505,6 +510,8 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
         MessageFormatError: the message cannot be read; the error names ``index``.
     """
     view = read_message(message, index)
+    if _pydantic_ai.is_message(message):
+        return _pydantic_ai_parts(view.role, _pydantic_ai.billed(message))
     fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
     parts = _PartsBuilder()
     _field_calls(fields, parts)
@@ -518,6 +525,17 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
         tool_call_id=_as_id(_get(fields, "tool_call_id")),
         media=parts.media,
         tool_result_ids=tuple(parts.results),
+    )
+
+
+def _pydantic_ai_parts(role: str, billed: _pydantic_ai.Billed) -> MessageParts:
+    parts = _PartsBuilder()
+    for ident, name, args in billed.calls:
+        parts.add_call(ident, name, args)
+    texts = [*billed.texts, *map(_json, billed.values)]
+    return MessageParts(
+        role, None, tuple(texts), _unique_calls(parts.calls), None, billed.media,
+        tuple(billed.results),
     )
 
 
@@ -677,6 +695,8 @@ def message_state(message: object) -> object:
     """
     if isinstance(message, dict):
         return message
+    if _pydantic_ai.is_message(message):
+        return _pydantic_ai.state(message)
     attrs = getattr(message, "__dict__", None)
     cls = type(message)
     if isinstance(attrs, dict):  # pydantic models and plain objects keep fields here
@@ -787,6 +807,8 @@ def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
     ``tool_calls``) are not parts: read them from :func:`read_message`.
     """
     read_message(message, index)  # the same shape checks, and errors naming the index
+    if _pydantic_ai.is_message(message):
+        return _pydantic_ai.kinds(message)
     content = message_content(message)
     if content is None:
         return ()
@@ -817,6 +839,8 @@ def _marker(message: object) -> Mapping[str, Any] | None:
         fields = _payload(message)[0]
         mark = fields.get(INJECTED_KEY)
         extra = fields.get("additional_kwargs") if mark is None else None
+    elif _pydantic_ai.is_message(message):
+        mark, extra = _pydantic_ai.marker(message, INJECTED_KEY), None
     else:
         mark = None
         extra = getattr(message, "additional_kwargs", None)
@@ -938,6 +962,8 @@ def editable_parts(message: object, index: int = 0) -> tuple[EditablePart, ...]:
         MessageFormatError: the message cannot be read; the error names ``index``.
     """
     view = read_message(message, index)
+    if _pydantic_ai.is_message(message):
+        return ()  # context editing does not rewrite PydanticAI parts yet
     fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
     out: list[EditablePart] = []
     content = _get(fields, "content")
@@ -1092,7 +1118,10 @@ def synthetic_results(
             for call, ident in zip(call_ids, ids, strict=True)
         ]
     if not isinstance(issuer, Mapping):
-        return [{"role": "tool", "tool_call_id": c, "content": content} for c in call_ids]
+        openai = [{"role": "tool", "tool_call_id": c, "content": content} for c in call_ids]
+        if _pydantic_ai.is_message(issuer):
+            return _pydantic_ai.synthetic_results(issuer, call_ids, content, lambda: openai)
+        return openai
     fields, _ = _payload(issuer)
     with_id = fields.get("id") is not None
     if "role" in issuer:

@@ -1,0 +1,276 @@
+"""PydanticAI's message shape: ``ModelRequest`` / ``ModelResponse`` holding typed parts.
+
+Read by duck typing (a message's ``kind`` is ``"request"`` or ``"response"`` and it
+holds ``parts``; each part says what it is in ``part_kind``), so nothing here imports
+``pydantic_ai``. :mod:`agentstate_reducer.messages` dispatches here; what this module
+returns is raw (role aliases, kind names, argument values) and the reader there
+normalises it.
+
+How the shape maps onto the reader's view:
+
+* a ``ModelResponse`` is an assistant message; its ``tool-call`` parts issue calls
+  (native ``builtin-tool-call`` parts are answered inside the same response, so they
+  issue none). Text, thinking and calls of one response are one message: they are
+  never cut apart.
+* a ``ModelRequest`` answering calls (``tool-return`` parts, a ``retry-prompt`` naming
+  a tool) is a tool message, or a user message carrying results when it also holds a
+  user prompt or feedback; one with a user prompt only is a plain user message (it
+  opens a turn); one holding only system prompts is a system message.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+__all__ = (
+    "Billed",
+    "billed",
+    "is_message",
+    "kinds",
+    "marker",
+    "read",
+    "state",
+    "synthetic_results",
+)
+
+#: Parts of a request that speak in the user's voice (rendered as user content).
+_USER_PARTS = frozenset({"user-prompt", "retry-feedback", "compaction", "speech"})
+#: ``kind`` of the items of a user prompt that are media, counted by item.
+_MEDIA_ITEMS = frozenset(
+    {"image-url", "audio-url", "document-url", "video-url", "binary", "uploaded-file"}
+)
+_TEXT_ITEMS = frozenset({"text-content", "structured-content"})
+
+#: Per class: whether its instances are PydanticAI messages.
+_CLASSES: dict[type, bool] = {}
+
+
+def _is_message_class(cls: type) -> bool:
+    fields = getattr(cls, "__dataclass_fields__", None)
+    found = (
+        isinstance(fields, Mapping)
+        and "parts" in fields
+        and getattr(cls, "kind", None) in ("request", "response")
+    )
+    _CLASSES[cls] = found
+    return found
+
+
+def is_message(message: object) -> bool:
+    """True for a PydanticAI ``ModelRequest`` or ``ModelResponse`` (by shape, cached per class)."""
+    found = _CLASSES.get(type(message))
+    return _is_message_class(type(message)) if found is None else found
+
+
+def _parts(message: object) -> Sequence[Any]:
+    parts = getattr(message, "parts", None)
+    return parts if isinstance(parts, (list, tuple)) else ()
+
+
+def _answers(part: object) -> bool:
+    """Whether a request part is a tool result answering a ``tool-call`` part."""
+    kind = getattr(part, "part_kind", None)
+    if kind == "tool-return":
+        return True
+    # A retry prompt naming no tool is feedback on the whole response, not a result.
+    return kind == "retry-prompt" and getattr(part, "tool_name", None) is not None
+
+
+def _as_id(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _dedupe(ids: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(ids))
+
+
+def read(message: object) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """``(role alias, calls issued, calls answered)`` of a PydanticAI message."""
+    parts = _parts(message)
+    if getattr(message, "kind", None) == "response":
+        calls: list[str] = []
+        for part in parts:
+            if getattr(part, "part_kind", None) == "tool-call":
+                ident = _as_id(getattr(part, "tool_call_id", None))
+                if ident is not None:
+                    calls.append(ident)
+        return "assistant", _dedupe(calls), ()
+    answers: list[str] = []
+    user = system = False
+    for part in parts:
+        kind = getattr(part, "part_kind", None)
+        if _answers(part):
+            ident = _as_id(getattr(part, "tool_call_id", None))
+            if ident is not None:
+                answers.append(ident)
+        elif kind in _USER_PARTS or kind == "retry-prompt":
+            user = True
+        elif kind == "system-prompt":
+            system = True
+    if answers:
+        return ("user" if user else "tool"), (), _dedupe(answers)
+    if system and not user:
+        return "system", (), ()
+    return "user", (), ()
+
+
+class Billed(NamedTuple):
+    """What a PydanticAI message bills for, raw: the reader turns values into text."""
+
+    texts: list[str]
+    #: Structured values (tool return contents, validation errors) billed as JSON text.
+    values: list[object]
+    #: ``(id, tool name, arguments as given)`` per tool call, native calls included.
+    calls: list[tuple[str | None, str, object]]
+    #: Ids of the calls this message's tool results answer.
+    results: list[str]
+    media: int
+
+
+def _user_content(content: object, out: Billed) -> int:
+    """Add a user prompt's content to ``out``; return the media items found."""
+    if isinstance(content, str):
+        if content:
+            out.texts.append(content)
+        return 0
+    media = 0
+    if isinstance(content, (list, tuple)):
+        for item in content:
+            if isinstance(item, str):
+                if item:
+                    out.texts.append(item)
+                continue
+            kind = getattr(item, "kind", None)
+            if kind in _TEXT_ITEMS:
+                text = getattr(item, "content", None)
+                if isinstance(text, str) and text:
+                    out.texts.append(text)
+            elif kind in _MEDIA_ITEMS:
+                media += 1
+    return media
+
+
+def billed(message: object) -> Billed:
+    """Text, tool calls, answered ids and media of a PydanticAI message."""
+    out = Billed([], [], [], [], 0)
+    media = 0
+    for part in _parts(message):
+        kind = getattr(part, "part_kind", None)
+        content = getattr(part, "content", None)
+        if kind == "user-prompt":
+            media += _user_content(content, out)
+        elif kind in ("tool-call", "builtin-tool-call"):
+            name = getattr(part, "tool_name", None)
+            out.calls.append(
+                (
+                    _as_id(getattr(part, "tool_call_id", None)),
+                    name if isinstance(name, str) else "",
+                    getattr(part, "args", None),
+                )
+            )
+        elif kind in ("tool-return", "builtin-tool-return", "retry-prompt", "retry-feedback"):
+            if _answers(part):
+                ident = _as_id(getattr(part, "tool_call_id", None))
+                if ident is not None:
+                    out.results.append(ident)
+            if isinstance(content, str):
+                if content:
+                    out.texts.append(content)
+            elif content is not None:
+                out.values.append(content)
+        elif kind == "speech":
+            transcript = getattr(part, "transcript", None)
+            if isinstance(transcript, str) and transcript:
+                out.texts.append(transcript)
+        elif kind == "file":
+            media += 1
+        elif isinstance(content, str) and content:  # system prompt, text, thinking, compaction
+            out.texts.append(content)
+    return out._replace(media=media)
+
+
+def kinds(message: object) -> tuple[str, ...]:
+    """One kind per part sent to a model, as :func:`~agentstate_reducer.messages.content_kinds`
+    names them (``"text"``, ``"blank"``, ``"tool_use"``, ``"tool_result"``, ``"media"``,
+    ``"other"``); records never sent (deltas, baselines) give none."""
+    out: list[str] = []
+    for part in _parts(message):
+        kind = getattr(part, "part_kind", None)
+        content = getattr(part, "content", None)
+        if _answers(part):
+            out.append("tool_result")
+        elif kind == "tool-call":
+            out.append("tool_use")
+        elif kind == "file":
+            out.append("media")
+        elif kind == "user-prompt" and not isinstance(content, str):
+            scratch = Billed([], [], [], [], 0)
+            media = _user_content(content, scratch)
+            texts = [t for t in scratch.texts if t.strip()]
+            out.extend(["text"] * len(texts) + ["media"] * media)
+            if not texts and not media:
+                out.append("blank")
+        elif kind in ("system-prompt", "user-prompt", "text", "thinking", "retry-prompt"):
+            out.append("text" if isinstance(content, str) and content.strip() else "blank")
+        elif kind in ("retry-feedback", "compaction", "speech"):
+            out.append("text")
+        elif kind in ("builtin-tool-call", "builtin-tool-return"):
+            out.append("other")
+    return tuple(out)
+
+
+def state(message: object) -> list[Any]:
+    """Everything the reader reads from a PydanticAI message, as one comparable value.
+
+    The class, then each part as ``[class, *fields]``, then the message's other fields;
+    parts are shared objects, so the lists keep a later copy independent of edits.
+    """
+    fields = getattr(message, "__dict__", None)
+    if not isinstance(fields, dict):
+        return [type(message), [[type(p), p] for p in _parts(message)]]
+    parts = [
+        [type(p), *vars(p).values()] if isinstance(getattr(p, "__dict__", None), dict) else p
+        for p in _parts(message)
+    ]
+    return [type(message), parts, *(v for k, v in fields.items() if k != "parts")]
+
+
+def marker(message: object, key: str) -> object:
+    """The value under ``key`` in a message's ``metadata`` (never sent to a model), or ``None``."""
+    metadata = getattr(message, "metadata", None)
+    return metadata.get(key) if isinstance(metadata, Mapping) else None
+
+
+def synthetic_results(
+    issuer: object,
+    call_ids: tuple[str, ...],
+    content: str,
+    make_fallback: Callable[[], list[Any]],
+) -> list[Any]:
+    """One ``ModelRequest`` of ``tool-return`` parts (``outcome="interrupted"``) answering
+    ``call_ids`` of the response ``issuer``, built from the classes of the issuer's own
+    module; ``make_fallback()`` when that module does not define them."""
+    module = sys.modules.get(type(issuer).__module__)
+    request_cls = getattr(module, "ModelRequest", None)
+    return_cls = getattr(module, "ToolReturnPart", None)
+    if not callable(request_cls) or not callable(return_cls):
+        return make_fallback()
+    names = {
+        _as_id(getattr(p, "tool_call_id", None)): getattr(p, "tool_name", "")
+        for p in _parts(issuer)
+        if getattr(p, "part_kind", None) == "tool-call"
+    }
+    parts = [
+        return_cls(
+            tool_name=names.get(call) or "",
+            content=content,
+            tool_call_id=call,
+            outcome="interrupted",
+        )
+        for call in call_ids
+    ]
+    return [request_cls(parts=parts)]

@@ -1,0 +1,227 @@
+"""PydanticAI agents: bound the message history before each model request.
+
+Needs the extra: ``pip install "agentstate-reducer[pydantic-ai]"``.
+
+* :class:`ReducingCapability` goes in ``Agent(capabilities=[...])``: before each model
+  request it awaits :meth:`MessageReducer.areduce` on the run's history, so the model
+  and the stored history both get the bounded list; in token mode it counts the tool
+  definitions and instructions of the request once against the budget.
+* :func:`history_processor` (sync) and :func:`ahistory_processor` (async) give the same
+  reduction as a plain function for ``ProcessHistory(...)``.
+
+Either way the pruned messages reach the reducer's ``on_prune`` hooks (and so an
+outbox) once each, under ``namespace`` (default: ``("memories", conversation_id)``).
+Whole turns and steps are kept together: a ``ModelResponse`` with its tool calls, its
+thinking and text, and the requests holding their returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import ModelRequestContext
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess
+    raise ImportError(
+        "agentstate_reducer.pydantic_ai needs PydanticAI; install it with "
+        'pip install "agentstate-reducer[pydantic-ai]"'
+    ) from exc
+
+from .config import ReducerResult
+from .messages import INJECTED_KEY
+from .reducer import MessageReducer
+
+__all__ = ("ReducingCapability", "ahistory_processor", "history_processor", "run_namespace")
+
+#: First label of the default namespace, as the LangGraph integration names it.
+MEMORIES = "memories"
+
+#: ``namespace=``: a fixed namespace, or ``callable(ctx) -> namespace`` per run.
+NamespaceLike = Any
+
+
+def run_namespace(ctx: RunContext[Any]) -> Any:
+    """The default namespace of a run: ``("memories", ctx.conversation_id)``, or ``None``."""
+    conversation = getattr(ctx, "conversation_id", None)
+    return None if conversation is None else (MEMORIES, str(conversation))
+
+
+def _resolve(namespace: NamespaceLike, ctx: RunContext[Any]) -> Any:
+    if namespace is None:
+        return run_namespace(ctx)
+    return namespace(ctx) if callable(namespace) else namespace
+
+
+def _check(reducer: object) -> MessageReducer:
+    if not isinstance(reducer, MessageReducer):
+        raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+    return reducer
+
+
+def _in_shape(result: ReducerResult) -> list[ModelMessage]:
+    """The survivors, an injected summary block turned into PydanticAI messages.
+
+    The block's marker goes in the messages' ``metadata``, which is never sent to a
+    model, so a later reduce recognises the summary as the package's own.
+    """
+    out: list[ModelMessage] = []
+    for message in result.surviving:
+        if not isinstance(message, Mapping):
+            out.append(message)
+            continue
+        metadata = {INJECTED_KEY: dict(message[INJECTED_KEY])} if INJECTED_KEY in message else None
+        text = str(message.get("content") or "")
+        if message.get("role") in ("assistant", "ai"):
+            out.append(ModelResponse(parts=[TextPart(text)], metadata=metadata))
+        else:
+            out.append(ModelRequest(parts=[UserPromptPart(text)], metadata=metadata))
+    return out
+
+
+def _split_first(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """Put the leading system prompts of the first request in a request of their own.
+
+    PydanticAI merges adjacent requests: once a window prunes everything between the
+    first request and a new question, the question joins the first request, which the
+    reducer keeps, and the first request would gather every later question. Apart, the
+    system prompts stay (a system message is never pruned) and the questions go.
+    """
+    first = messages[0] if messages else None
+    if not isinstance(first, ModelRequest):
+        return messages
+    lead = 0
+    while lead < len(first.parts) and isinstance(first.parts[lead], SystemPromptPart):
+        lead += 1
+    if lead == 0 or lead == len(first.parts):
+        return messages
+    system = replace(first, parts=list(first.parts[:lead]))
+    return [system, replace(first, parts=list(first.parts[lead:])), *messages[1:]]
+
+
+def history_processor(
+    reducer: MessageReducer, *, namespace: NamespaceLike = None
+) -> Callable[[RunContext[Any], list[ModelMessage]], list[ModelMessage]]:
+    """A ``ProcessHistory`` function that reduces the history with ``reducer.reduce()``.
+
+    PydanticAI runs a sync processor in a worker thread; hooks and ``summarize_fn``
+    must then be sync (use :func:`ahistory_processor` for async ones).
+
+    Args:
+        reducer: the reducer run before each model request.
+        namespace: where pruned messages go: a value, ``callable(ctx)``, or ``None``
+            for :func:`run_namespace`.
+
+    Example:
+        >>> from pydantic_ai.capabilities import ProcessHistory             # doctest: +SKIP
+        >>> agent = Agent(model, capabilities=[ProcessHistory(history_processor(reducer))])
+    """
+    _check(reducer)
+
+    def reduce_history(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+        result = reducer.reduce(_split_first(messages), namespace=_resolve(namespace, ctx))
+        return _in_shape(result)
+
+    return reduce_history
+
+
+def ahistory_processor(
+    reducer: MessageReducer, *, namespace: NamespaceLike = None
+) -> Callable[[RunContext[Any], list[ModelMessage]], Any]:
+    """The async twin of :func:`history_processor`: awaits ``reducer.areduce()``."""
+    _check(reducer)
+
+    async def areduce_history(
+        ctx: RunContext[Any], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        result = await reducer.areduce(_split_first(messages), namespace=_resolve(namespace, ctx))
+        return _in_shape(result)
+
+    return areduce_history
+
+
+def _tool_schema(tool: Any) -> dict[str, Any]:
+    """A PydanticAI ``ToolDefinition`` as the function schema a provider is sent."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description or "",
+            "parameters": tool.parameters_json_schema,
+        },
+    }
+
+
+@dataclass(init=False)
+class ReducingCapability(AbstractCapability[Any]):
+    """An agent capability that bounds the history before each model request.
+
+    Awaits ``reducer.areduce()`` on the run's messages and makes the result both what
+    the model is sent and the run's stored history (as ``ProcessHistory`` does). In
+    token mode the request's tool definitions and instructions are counted once against
+    the budget, and again only when they change.
+
+    Example:
+        >>> agent = Agent(model, capabilities=[ReducingCapability(reducer)])  # doctest: +SKIP
+    """
+
+    #: The reducer run before each model request.
+    reducer: MessageReducer
+    namespace: NamespaceLike = None
+    _seen: Any = field(default=None, repr=False)
+
+    def __init__(self, reducer: MessageReducer, *, namespace: NamespaceLike = None) -> None:
+        self.reducer = _check(reducer)
+        self.namespace = namespace
+        self._seen = None
+
+    def _see(self, request_context: ModelRequestContext) -> None:
+        if not self.reducer.config.token_mode:
+            return
+        params = request_context.model_request_parameters
+        tools = list(getattr(params, "function_tools", ()) or ()) + list(
+            getattr(params, "output_tools", ()) or ()
+        )
+        instructions = _instructions(request_context)
+        seen = (tuple(map(id, tools)), instructions)
+        if seen != self._seen:
+            self._seen = seen
+            self.reducer.set_request_overhead(
+                tools=[_tool_schema(t) for t in tools], system_prompt=instructions
+            )
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        self._see(request_context)
+        messages = _split_first(list(request_context.messages))
+        result = await self.reducer.areduce(messages, namespace=_resolve(self.namespace, ctx))
+        reduced = _in_shape(result)
+        request_context.messages = reduced.copy()
+        ctx.messages[:] = reduced
+        return request_context
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a reducer: not part of a serialisable agent spec
+
+
+def _instructions(request_context: ModelRequestContext) -> str | None:
+    """The instruction text the request carries, when PydanticAI says it."""
+    parts = getattr(request_context.model_request_parameters, "instruction_parts", None)
+    if not parts:
+        return None
+    texts = [getattr(p, "content", None) for p in parts]
+    text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
+    return text or None

@@ -1,0 +1,330 @@
+"""PydanticAI: the reader of its messages (``_shape_pydantic_ai``) and the integration.
+
+The shape is read by duck typing; these tests build real ``pydantic_ai`` messages.
+Scenario tests with a real agent are in ``tests/integration/test_pydantic_ai.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import warnings
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_ai.messages import (
+    BinaryContent,
+    ImageUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
+    RetryInfo,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextContent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from strategies import render, scripts
+
+from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
+from agentstate_reducer.hooks import DeliveryLedger
+from agentstate_reducer.messages import (
+    content_kinds,
+    copy_state,
+    editable_parts,
+    is_summary,
+    message_parts,
+    message_state,
+    read_message,
+    synthetic_results,
+)
+from agentstate_reducer.pydantic_ai import (
+    ReducingCapability,
+    ahistory_processor,
+    history_processor,
+    run_namespace,
+)
+from agentstate_reducer.reducer import repair_dangling_calls
+
+CTX: Any = SimpleNamespace(conversation_id="conv-1")
+
+
+def _legacy_retry(content: str, **fields: Any) -> ModelRequest:
+    """A request holding a deprecated ``RetryPromptPart``, as stored histories still may."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ModelRequest(parts=[RetryPromptPart(content, **fields)])
+
+
+def turn(n: int, *, calls: int = 1) -> list[ModelMessage]:
+    """A question, a response calling ``calls`` tools at once with thinking, the returns,
+    and the answer."""
+    ids = [f"c{n}-{k}" for k in range(calls)]
+    return [
+        ModelRequest(parts=[UserPromptPart(f"question {n}")]),
+        ModelResponse(
+            parts=[ThinkingPart("let me look"), *(ToolCallPart("lookup", {"q": n}, c) for c in ids)]
+        ),
+        ModelRequest(parts=[ToolReturnPart("lookup", f"result {c}", c) for c in ids]),
+        ModelResponse(parts=[TextPart(f"answer {n}")]),
+    ]
+
+
+def conversation(turns: int, *, calls: int = 1) -> list[ModelMessage]:
+    first = ModelRequest(parts=[SystemPromptPart("be brief")])
+    return [first] + [m for n in range(turns) for m in turn(n, calls=calls)]
+
+
+# -- the reader --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "role", "calls", "answers"),
+    [
+        (ModelRequest(parts=[SystemPromptPart("s")]), "system", (), ()),
+        (ModelRequest(parts=[SystemPromptPart("s"), UserPromptPart("q")]), "human", (), ()),
+        (ModelRequest(parts=[ToolReturnPart("t", "r", "a"), ToolReturnPart("t", 1, "b")]),
+         "tool", (), ("a", "b")),
+        # Returns and a question in one request: a user message carrying results.
+        (ModelRequest(parts=[ToolReturnPart("t", "r", "a"), UserPromptPart("and?")]),
+         "human", (), ("a",)),
+        (ModelRequest(parts=[ToolReturnPart("t", "bad args", "a", outcome="retried")]),
+         "tool", (), ("a",)),
+        # Feedback on the whole response answers no call.
+        (ModelRequest(parts=[RetryFeedbackPart("no", retry=RetryInfo("validation_error"))]),
+         "human", (), ()),
+        (_legacy_retry("bad args", tool_name="t", tool_call_id="a"), "tool", (), ("a",)),
+        (_legacy_retry("try again", tool_call_id="a"), "human", (), ()),
+        (ModelResponse(parts=[ThinkingPart("hm"), TextPart("x"), ToolCallPart("t", {}, "a"),
+                              ToolCallPart("t", {}, "b")]), "ai", ("a", "b"), ()),
+        # Native tools are called and answered inside the response: no call is left open.
+        (ModelResponse(parts=[NativeToolCallPart("web", {}, "n"),
+                              NativeToolReturnPart("web", "found", "n"), TextPart("x")]),
+         "ai", (), ()),
+    ],
+)
+def test_views(
+    message: ModelMessage, role: str, calls: tuple[str, ...], answers: tuple[str, ...]
+) -> None:
+    view = read_message(message)
+    assert (view.role, view.id, view.calls, view.answers) == (role, None, calls, answers)
+
+
+def test_parts_bill_text_calls_results_and_media() -> None:
+    request = ModelRequest(
+        parts=[
+            ToolReturnPart("lookup", {"rows": [1, 2]}, "a"),
+            UserPromptPart(
+                ["look", TextContent("here"), ImageUrl("https://example.invalid/x.png"),
+                 BinaryContent(b"\x89PNG", media_type="image/png")]
+            ),
+        ]
+    )
+    parts = message_parts(request)
+    assert parts.role == "human"
+    assert set(parts.texts) == {"look", "here", '{"rows":[1,2]}'}
+    assert parts.media == 2 and parts.tool_result_ids == ("a",)
+    response = ModelResponse(
+        parts=[ThinkingPart("why"), TextPart("so"), ToolCallPart("lookup", '{"q":1}', "a")]
+    )
+    parts = message_parts(response)
+    assert parts.texts == ("why", "so") and parts.tool_calls == (("lookup", '{"q":1}'),)
+
+
+def test_content_kinds_put_results_before_text_as_sent() -> None:
+    request = ModelRequest(parts=[ToolReturnPart("t", "r", "a"), UserPromptPart("  ")])
+    assert content_kinds(request) == ("tool_result", "blank")
+    response = ModelResponse(parts=[ThinkingPart("hm"), ToolCallPart("t", {}, "a")])
+    assert content_kinds(response) == ("text", "tool_use")
+
+
+def test_distinct_messages_have_distinct_states_and_ledger_keys() -> None:
+    # Without an id, the ledger keys a message by its state: two requests must differ.
+    a, b = ModelRequest(parts=[UserPromptPart("one")]), ModelRequest(parts=[UserPromptPart("two")])
+    assert message_state(a) != message_state(b)
+    assert copy_state(message_state(a)) == message_state(a)
+    ledger = DeliveryLedger(window=100)
+    assert ledger.claim([a, b], "ns") == [a, b]
+    assert ledger.claim([a, b], "ns") == []
+
+
+def test_synthetic_results_are_a_request_of_interrupted_returns() -> None:
+    issuer = ModelResponse(parts=[ToolCallPart("lookup", {}, "a"), ToolCallPart("other", {}, "b")])
+    (request,) = synthetic_results(issuer, ("a", "b"))
+    assert isinstance(request, ModelRequest)
+    assert [(p.tool_name, p.tool_call_id, p.outcome) for p in request.parts] == [
+        ("lookup", "a", "interrupted"),
+        ("other", "b", "interrupted"),
+    ]
+    # A call abandoned for a new question gets them, and the history becomes valid.
+    history = [*conversation(1)[:2], ModelRequest(parts=[UserPromptPart("never mind")])]
+    history[1] = issuer
+    repaired, added = repair_dangling_calls(history)
+    assert len(added) == 1 and validate_history(repaired) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(script=scripts(), least=st.integers(0, 6), extra=st.integers(0, 6))
+def test_reduced_histories_keep_every_pair_and_the_system_prompt(
+    script: Any, least: int, extra: int
+) -> None:
+    history = render(script, "pydantic_ai")
+    for provider in ("openai", "anthropic"):
+        assert validate_history(history, provider=provider) == []
+    config = agent_config(min_messages=least, max_messages=least + extra)
+    reduced = history_processor(MessageReducer(config=config))(CTX, list(history))
+    for provider in ("openai", "anthropic"):
+        assert validate_history(reduced, provider=provider) == [], reduced
+    parts = [p for m in history for p in m.parts]
+    assert [p for m in reduced for p in m.parts if p in parts] == [
+        p for p in parts if any(p is q for m in reduced for q in m.parts)
+    ]
+    system = [p for p in history[0].parts if isinstance(p, SystemPromptPart)][:1]
+    if system and isinstance(history[0].parts[0], SystemPromptPart):
+        assert reduced[0].parts[0] is system[0]
+    # Idempotence: reducing what survived prunes nothing more.
+    again = history_processor(MessageReducer(config=config))(CTX, list(reduced))
+    assert [p for m in again for p in m.parts] == [p for m in reduced for p in m.parts]
+
+
+# -- the integration ---------------------------------------------------------------------
+
+
+def test_processor_hands_each_pruned_message_to_the_hooks_once() -> None:
+    got: list[tuple[Any, Any]] = []
+    config = ReducerConfig(
+        min_messages=4, max_messages=8, on_prune=[lambda p, ns: got.append((ns, p))]
+    )
+    process = history_processor(MessageReducer(config=config))
+    history = conversation(2)
+    first = process(CTX, history)
+    second = process(CTX, first + turn(2))
+    assert [ns for ns, _ in got] == [("memories", "conv-1")] * len(got)
+    handed = [m for _, batch in got for m in batch]
+    assert len({id(m) for m in handed}) == len(handed) > 0
+    assert not {id(m) for m in handed} & {id(m) for m in second}
+    assert len(second) <= 8 and isinstance(second[0].parts[0], SystemPromptPart)
+
+
+def test_the_first_request_is_split_so_questions_never_pile_up() -> None:
+    first = ModelRequest(parts=[SystemPromptPart("be brief"), UserPromptPart("question 0")])
+    history = [first, *turn(0)[1:], *turn(1)]
+    got: list[Any] = []
+    config = agent_config(min_messages=2, max_messages=4, on_prune=[lambda p, ns: got.extend(p)])
+    reduced = history_processor(MessageReducer(config=config))(CTX, history)
+    assert reduced[0].parts == [first.parts[0]]
+    assert any(m.parts == [first.parts[1]] for m in got)  # the old question was handed over
+
+
+def test_async_processor_and_summary_in_pydantic_ai_shape() -> None:
+    async def summarize(pruned: list[Any]) -> str:
+        return f"{len(pruned)} messages"
+
+    config = ReducerConfig(
+        min_messages=3, max_messages=6, summarize_fn=summarize, inject_summary=True
+    )
+    process = ahistory_processor(MessageReducer(config=config), namespace=lambda ctx: "fixed")
+    reduced = asyncio.run(process(CTX, conversation(3)))
+    assert all(isinstance(m, (ModelRequest, ModelResponse)) for m in reduced)
+    summaries = [m for m in reduced if is_summary(m)]
+    assert len(summaries) == 1 and isinstance(summaries[0], ModelRequest)
+    assert "messages" in summaries[0].parts[0].content
+    # A second pass folds into the same summary, read back from its metadata.
+    again = asyncio.run(process(CTX, reduced + turn(9)))
+    assert len([m for m in again if is_summary(m)]) == 1
+
+
+async def test_capability_counts_tools_and_instructions_in_token_mode() -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from agentstate_reducer.tokens import request_overhead, resolve_token_counter
+
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=4000, target_tokens=3000, token_counter="approximate")
+    )
+    infos: list[AgentInfo] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        infos.append(info)
+        return ModelResponse(parts=[TextPart("ok")])
+
+    agent = Agent(
+        FunctionModel(model), instructions="Answer in French. " * 50,
+        capabilities=[ReducingCapability(reducer)],
+    )
+
+    @agent.tool_plain
+    def lookup(query: str) -> str:
+        """Look a query up in a long, long catalogue."""
+        return query
+
+    await agent.run("hello")
+    (info,) = infos
+    tools = [
+        {"type": "function", "function": {"name": t.name, "description": t.description or "",
+                                          "parameters": t.parameters_json_schema}}
+        for t in info.function_tools
+    ]
+    counter = resolve_token_counter("approximate")
+    assert [t.name for t in info.function_tools] == ["lookup"]
+    expected = request_overhead(counter, tools=tools, system_prompt=info.instructions)
+    assert reducer._overhead == expected
+    assert expected > request_overhead(counter, system_prompt=info.instructions) > 100
+
+
+def test_bad_arguments_and_default_namespace() -> None:
+    with pytest.raises(TypeError, match="MessageReducer"):
+        history_processor("not a reducer")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="MessageReducer"):
+        ReducingCapability(None)  # type: ignore[arg-type]
+    assert run_namespace(CTX) == ("memories", "conv-1")
+    assert run_namespace(SimpleNamespace(conversation_id=None)) is None  # type: ignore[arg-type]
+
+
+def test_missing_pydantic_ai_names_the_extra() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "pydantic_ai":
+                    raise ImportError("blocked " + name)
+                return None
+
+        sys.meta_path.insert(0, Block())
+        try:
+            import agentstate_reducer.pydantic_ai
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert 'pip install "agentstate-reducer[pydantic-ai]"' in out.stdout
+
+
+def test_context_editing_leaves_pydantic_ai_messages_as_they_are() -> None:
+    from agentstate_reducer import ClearToolResults
+
+    config = ReducerConfig(
+        min_messages=20, max_messages=40,
+        context_edits=[ClearToolResults(keep=0, trigger_messages=1)],
+    )
+    history = conversation(3)
+    assert [editable_parts(m) for m in history] == [()] * len(history)  # not a bogus part
+    result = MessageReducer(config=config).reduce(history)
+    assert result.surviving == history and not result.edited
+    assert all(not hasattr(m, "content") for m in result.surviving)
