@@ -1,7 +1,7 @@
 """PydanticAI: the reader of its messages (``_shape_pydantic_ai``) and the integration.
 
 The shape is read by duck typing; these tests build real ``pydantic_ai`` messages.
-Scenario tests with a real agent are in ``tests/integration/test_pydantic_ai.py``.
+Scenario tests with a real agent are in ``tests/integration/test_pydantic_ai_agents.py``.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def test_content_kinds_put_results_before_text_as_sent() -> None:
     request = ModelRequest(parts=[ToolReturnPart("t", "r", "a"), UserPromptPart("  ")])
     assert content_kinds(request) == ("tool_result", "blank")
     response = ModelResponse(parts=[ThinkingPart("hm"), ToolCallPart("t", {}, "a")])
-    assert content_kinds(response) == ("text", "tool_use")
+    assert content_kinds(response) == ("reasoning", "tool_use")
 
 
 def test_distinct_messages_have_distinct_states_and_ledger_keys() -> None:

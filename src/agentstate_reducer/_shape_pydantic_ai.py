@@ -196,7 +196,7 @@ def billed(message: object) -> Billed:
 def kinds(message: object) -> tuple[str, ...]:
     """One kind per part sent to a model, as :func:`~agentstate_reducer.messages.content_kinds`
     names them (``"text"``, ``"blank"``, ``"tool_use"``, ``"tool_result"``, ``"media"``,
-    ``"other"``); records never sent (deltas, baselines) give none."""
+    ``"reasoning"``, ``"other"``); records never sent (deltas, baselines) give none."""
     out: list[str] = []
     for part in _parts(message):
         kind = getattr(part, "part_kind", None)
@@ -214,7 +214,9 @@ def kinds(message: object) -> tuple[str, ...]:
             out.extend(["text"] * len(texts) + ["media"] * media)
             if not texts and not media:
                 out.append("blank")
-        elif kind in ("system-prompt", "user-prompt", "text", "thinking", "retry-prompt"):
+        elif kind == "thinking":
+            out.append("reasoning")
+        elif kind in ("system-prompt", "user-prompt", "text", "retry-prompt"):
             out.append("text" if isinstance(content, str) and content.strip() else "blank")
         elif kind in ("retry-feedback", "compaction", "speech"):
             out.append("text")
