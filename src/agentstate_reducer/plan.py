@@ -934,5 +934,22 @@ def plan_append(
         for call in view.calls:
             issued[call] = (i, history[i])
     start = 1 if config.preserve_first and size else 0
-    plan = Plan(size, (), start=start, cut=start, total_tokens=tokens, kept_tokens=tokens)
+    # Built without the frozen __init__ (a setattr per field): this is the whole cost of
+    # planning an append but the new messages.
+    plan = object.__new__(Plan)
+    plan.__dict__.update(
+        _APPENDED,
+        size=size,
+        pruned=(),
+        why={},
+        start=start,
+        cut=start,
+        total_tokens=tokens,
+        kept_tokens=tokens,
+    )
     return plan, Settled(size, tokens, issued)
+
+
+#: Every field of a plan that prunes nothing, at its default (``size``, ``pruned`` and
+#: ``why`` are set per plan).
+_APPENDED = {f.name: _default(f) for f in fields(Plan)}

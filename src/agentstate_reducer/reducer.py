@@ -110,6 +110,19 @@ def _survivors(items: Sequence[_T], pruned: Sequence[int]) -> list[_T]:
     return list(map(items.__getitem__, compress(range(len(items)), flags)))  # lazy: no iter
 
 
+def _rebuilt(result: ReducerResult, **changes: Any) -> ReducerResult:
+    """``dataclasses.replace(result, **changes)`` without the frozen ``__init__``: its
+    setattr per field cost more than the rest of an append step. ``changes`` must hold
+    a new value for every mutable field the new result should not share."""
+    new = object.__new__(ReducerResult)
+    new.__dict__.update(result.__dict__, **changes)
+    return new
+
+
+#: The fields of a reduce that pruned nothing, before its figures.
+_NOTHING_PRUNED = ReducerResult([], [], None)
+
+
 def _concat(existing: Any, new: Any) -> list[Any]:
     """``as_message_list(existing) + as_message_list(new)`` with one copy in the common case."""
     if type(existing) is list:
@@ -527,8 +540,9 @@ class MessageReducer:
         added: list[Any] = []
         if self.config.repair_dangling_calls:
             messages, added = repair_dangling_calls(messages)
-        if not added and self._plain_budget(
-            messages, len(messages) - len(as_message_list(new)), namespace
+        if not added and (
+            self._token_counts is None
+            or self._plain_budget(messages, len(messages) - len(as_message_list(new)), namespace)
         ):
             fast = self._append(existing, messages)
             if fast is not None:
@@ -756,7 +770,7 @@ class MessageReducer:
             map(operator.is_, pruned, map(messages.__getitem__, plan.pruned))
         ):
             gone = plan.pruned  # the common case: what the plan chose, no index to build
-            by_reason = dict(Counter(map(_REASON, plan.why.values())))
+            by_reason = dict(Counter(map(_REASON, plan.why.values()))) if plan.why else {}
         else:
             at = {id(m): i for i, m in enumerate(messages)} if pruned else {}
             gone = [at[id(m)] for m in pruned]
@@ -769,7 +783,7 @@ class MessageReducer:
             counts = self.count_tokens(messages)  # cached: a fail-closed summary pruned less
             at = {id(m): i for i, m in enumerate(messages)}
             kept_tokens = plan.total_tokens - sum(counts[at[id(m)]] for m in result.pruned)
-        return replace(
+        return _rebuilt(
             result,
             pruned=pruned,
             messages_before=len(messages) - len(added) - (len(result.pruned) - len(pruned)),
@@ -904,7 +918,8 @@ class MessageReducer:
                 Other hook errors are logged and skipped. Either way the batch is
                 released from the dedupe ledger, so a retried step hands it over again.
         """
-        self._check_sync()
+        if self._async_callable is not None:
+            self._check_sync()
         messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
         text, failed = None, False
         if not plan.pruned and not edits:
@@ -930,14 +945,32 @@ class MessageReducer:
         failed: bool,
     ) -> tuple[ReducerResult, list[Any]]:
         """The result of a reduce (remembered for the next append) and what the hooks get."""
+        if memo is None and not (plan.pruned or edits or added):
+            # An append the incremental path planned (and remembered): only figures.
+            n = len(messages)
+            unchanged = _rebuilt(
+                _NOTHING_PRUNED,
+                surviving=messages,
+                pruned=[],
+                messages_before=n,
+                messages_after=n,
+                tokens_before=plan.total_tokens,
+                tokens_after=plan.kept_tokens,
+                pruned_by_reason={},
+                over_target=plan.over_target,
+                over_budget=plan.over_budget,
+                over_because=plan.over_because,
+                repaired=[],
+            )
+            return unchanged, []
         if plan.pruned or edits:
             result = self._outcome(messages, plan, text, failed)
         else:
-            result = ReducerResult(messages, [], None)
+            result = _rebuilt(_NOTHING_PRUNED, surviving=messages, pruned=[])
         result = self._figures(result, messages, plan, added)
         self._note(messages, plan, memo, result)
         if edits:
-            result = replace(result, edited=edits)
+            result = _rebuilt(result, edited=edits)
         if not self.config.on_prune or not (result.pruned or edits):
             return result, []
         # An edited original travels under its handle (its id), marked as edited.
