@@ -332,8 +332,8 @@ def test_check_history_returns_valid_history_unchanged() -> None:
 
 
 def test_bad_provider_is_named() -> None:
-    with pytest.raises(ValueError, match=r"provider must be 'openai' or 'anthropic', got 'gemini'"):
-        validate_history([_user()], provider="gemini")
+    with pytest.raises(ValueError, match=r"provider must be one of 'openai', .*got 'mistral'"):
+        validate_history([_user()], provider="mistral")
 
 
 def test_unreadable_message_names_its_index() -> None:

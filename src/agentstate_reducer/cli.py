@@ -2,8 +2,8 @@
 
 Reads a transcript in the shapes people keep (a JSON list of messages, an object
 with ``"messages"``, JSONL, an OpenAI chat-completions or Anthropic Messages request,
-LangChain-serialised messages), runs the reducer over it and writes the survivors
-back in the shape it read.
+a Gemini ``generateContent`` request, LangChain-serialised messages), runs the reducer
+over it and writes the survivors back in the shape it read.
 
 Exit status: 0 done, 1 the input could not be read or the output not written,
 2 bad options, 3 the output breaks its provider's rules (written all the same).
@@ -36,6 +36,7 @@ from .messages import (
     TOOL,
     message_id,
     message_parts,
+    native_provider,
     normalize_role,
     read_message,
 )
@@ -76,7 +77,7 @@ class Transcript:
 
     #: Where it came from, for messages (``<stdin>`` for ``-``).
     source: str
-    #: ``list``, ``jsonl``, ``object``, ``openai`` or ``anthropic``.
+    #: ``list``, ``jsonl``, ``object``, ``openai``, ``anthropic`` or ``gemini``.
     shape: str
     #: A phrase naming the detected shape, for people.
     label: str
@@ -90,11 +91,19 @@ class Transcript:
     indent: str | None = None
     #: Input line of each message (JSONL).
     lines: list[int] = field(default_factory=list)
+    #: The document's key holding the messages (``contents`` for Gemini).
+    list_key: str = "messages"
+    #: The document's key holding the top-level system prompt, when it has one.
+    system_key: str = "system"
 
     @property
     def provider(self) -> str:
         """Whose rules the conversation is checked against by default."""
-        return "anthropic" if self.shape == "anthropic" else "openai"
+        if self.shape in ("anthropic", "gemini"):
+            return self.shape
+        if self.messages and all(native_provider(m) == "gemini" for m in self.messages):
+            return "gemini"
+        return "openai"
 
     def label_of(self, index: int) -> str:
         """How index ``index`` of :attr:`messages` is numbered in the input file."""
@@ -218,6 +227,34 @@ def _from_object(source: str, document: dict[str, Any], indent: str | None) -> T
     return Transcript(source, "object", label, messages, document, indent=indent)
 
 
+_GEMINI_SYSTEM_KEYS = ("systemInstruction", "system_instruction")
+
+
+def _from_gemini(source: str, document: dict[str, Any], indent: str | None) -> Transcript:
+    contents = document["contents"]
+    if not isinstance(contents, list):
+        raise _InputError(
+            f'{source}: "contents" must be a list of Gemini contents, got {contents!r:.60}'
+        )
+    label = "Gemini generateContent request"
+    key = next((k for k in _GEMINI_SYSTEM_KEYS if k in document), None)
+    system = None
+    if key is not None:
+        instruction = document[key]
+        if isinstance(instruction, str):
+            instruction = {"parts": [{"text": instruction}]}
+        if not isinstance(instruction, dict) or not isinstance(instruction.get("parts"), list):
+            raise _InputError(
+                f'{source}: "{key}" must be a content with "parts", got {instruction!r:.60}'
+            )
+        system = {**instruction, "role": "system"}
+        label += f" (top-level {key} planned as the first message)"
+    return Transcript(
+        source, "gemini", label, ([system] if system else []) + contents, document, system,
+        indent, list_key="contents", system_key=key or "systemInstruction",
+    )
+
+
 def load(path: str) -> Transcript:
     """Read ``path`` (``-``: standard input), detect its shape, and check every message."""
     source, text = _read_text(path)
@@ -235,6 +272,8 @@ def load(path: str) -> Transcript:
             transcript = Transcript(source, "list", label, document, indent=indent)
         elif isinstance(document, dict) and "messages" in document:
             transcript = _from_object(source, document, indent)
+        elif isinstance(document, dict) and "contents" in document:
+            transcript = _from_gemini(source, document, indent)
         elif _looks_like_message(document):
             transcript = Transcript(source, "jsonl", "JSONL" + _style([document]), [document],
                                     lines=[1])
@@ -283,13 +322,15 @@ def dump(transcript: Transcript, surviving: list[Any]) -> str:
         first = surviving[0] if surviving else None
         if first is transcript.system:
             surviving = surviving[1:]
+        elif transcript.shape == "gemini":
+            del document[transcript.system_key]  # Gemini contents are never cut in part
         elif _is_partial_system(transcript, first):
             # trim --allow-partial kept a part of the system prompt: it goes back on top.
             document["system"] = first["content"]  # type: ignore[index]
             surviving = surviving[1:]
         else:
             del document["system"]
-    document["messages"] = surviving
+    document[transcript.list_key] = surviving
     return encode(document, transcript.indent) + "\n"
 
 
@@ -448,8 +489,8 @@ def _describe_config(
     line = f"{text} ({', '.join(flags)})"
     if start_on_default:
         line += (
-            "\nstart_on human: the default for an Anthropic request, whose conversation must "
-            "open with a user message (--start-on none turns it off)"
+            "\nstart_on human: the default for an Anthropic or Gemini request, whose "
+            "conversation must open with a user message (--start-on none turns it off)"
         )
     return line
 
@@ -587,6 +628,7 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
     # message unless told otherwise.
     start_on_default = args.start_on is None and (args.provider or transcript.provider) in (
         "anthropic",
+        "gemini",
     )
     if start_on_default:
         config = dataclasses.replace(config, start_on=HUMAN)
@@ -699,7 +741,9 @@ def _describe_trim(args: argparse.Namespace) -> str:
     if args.start_on:
         flags.append(f"start_on {'/'.join(args.start_on)}")
         if getattr(args, "start_on_default", False):
-            flags[-1] += " (the default for an Anthropic request; --start-on none turns it off)"
+            flags[-1] += (
+                " (the default for an Anthropic or Gemini request; --start-on none turns it off)"
+            )
     if args.end_on:
         flags.append(f"end_on {'/'.join(args.end_on)}")
     if not args.keep_tool_pairs:
@@ -716,7 +760,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         # trim_messages refuses include_system with "first", which keeps the start anyway.
         args.include_system = args.strategy == "last"
     transcript = load(args.file)
-    if args.start_on is None and (args.provider or transcript.provider) == "anthropic":
+    if args.start_on is None and (args.provider or transcript.provider) in ("anthropic", "gemini"):
         if args.strategy == "last":
             args.start_on = [HUMAN]
             args.start_on_default = True
@@ -867,8 +911,8 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
         prog=prog or "agentstate-reducer",
         description=(
             "Bound an agent's message history without breaking tool-call pairs. Reads a JSON "
-            'list of messages, {"messages": [...]}, JSONL, an OpenAI or Anthropic request, or '
-            "LangChain-serialised messages, and writes the result in the same shape."
+            'list of messages, {"messages": [...]}, JSONL, an OpenAI, Anthropic or Gemini request, '
+            "or LangChain-serialised messages, and writes the result in the same shape."
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -906,8 +950,8 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                             "on) a synthetic result; pending calls are never touched")
     rules.add_argument("--start-on", type=_human_role, metavar="ROLE",
                        help="human (or an alias such as user): the kept tail starts on a human "
-                            "message (the default for an Anthropic request); none: wherever "
-                            "the window ends")
+                            "message (the default for an Anthropic or Gemini request); none: "
+                            "wherever the window ends")
     _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
                         "messages (with --out, the file is written too)")
     reduce.set_defaults(run=_cmd_reduce)
@@ -939,7 +983,7 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     how.add_argument("--start-on", action="append", type=_role, metavar="ROLE",
                      help="with --strategy last, drop leading messages until one of this role "
                           "(human, ai, tool, system; may be repeated; default: human for an "
-                          "Anthropic request, none: no such rule)")
+                          "Anthropic or Gemini request, none: no such rule)")
     how.add_argument("--end-on", action="append", type=_role, metavar="ROLE",
                      help="drop trailing messages until one of this role (may be repeated)")
     how.add_argument("--allow-partial", action="store_true",
@@ -991,9 +1035,9 @@ def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:
                         help=f"with --explain, a row for every message (default: above "
                              f"{_EXPLAIN_ROWS} messages, the first {_HEAD}, the last {_TAIL} "
                              "and a count of the others)")
-    output.add_argument("--provider", choices=("openai", "anthropic"),
+    output.add_argument("--provider", choices=("openai", "anthropic", "gemini"),
                         help="whose API rules to check the input and output against "
-                             "(default: anthropic for an Anthropic request, else openai)")
+                             "(default: the request's own provider, else openai)")
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:

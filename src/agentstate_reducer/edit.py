@@ -38,7 +38,7 @@ from .messages import (
     EditablePart,
     MessageView,
     editable_parts,
-    message_content,
+    holding_block,
     message_id,
     part_text,
     with_parts,
@@ -422,12 +422,11 @@ class _Editor:
             self.total = None
         self.messages[i] = edited
         ident = message_id(message)
-        content = message_content(message)
         for change in changes:
             part = change.part
             values: dict[tuple[str | int, ...], object] = {("id",): change.handle}
-            if part.kind != TOOL_ARGS_PART and part.path != ("content",):
-                values[("content",)] = [content[part.path[1]]]  # the block holding the part
+            if part.kind != TOOL_ARGS_PART and len(part.path) > 1:
+                values[part.path[:1]] = [holding_block(message, part.path)]
             self.edits.append(
                 ContextEdit(
                     i, change.kind, change.handle, change.tool, part.call_id, ident,

@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from . import _shape_gemini as _gemini
 from . import _shape_pydantic_ai as _pydantic_ai
 from .errors import MessageFormatError
 
@@ -47,16 +48,19 @@ __all__ = (
     "MessageView",
     "PlainExtras",
     "PlainRead",
+    "call_signatures",
     "content_kinds",
     "copy_state",
     "injected_kind",
     "is_injected",
     "is_summary",
     "editable_parts",
+    "holding_block",
     "message_content",
     "message_id",
     "message_parts",
     "message_state",
+    "native_provider",
     "normalize_role",
     "package_note",
     "part_text",
@@ -237,6 +241,17 @@ def _dedupe(ids: Iterator[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
+def _shape_view(fields: Mapping[str, Any], role: str, ident: str | None) -> MessageView:
+    """The view of a dict of a provider shape with its own keys (Gemini ``parts``)."""
+    if _gemini.is_content(fields):
+        calls, answers = _gemini.links(fields["parts"])
+        if role == AI:
+            return MessageView(role, ident, calls, ())
+        if role in (HUMAN, ""):
+            return MessageView(HUMAN, ident, (), answers)
+    return MessageView(role, ident, (), ())
+
+
 def _view(fields: Any, role: str, ident: str | None) -> MessageView:
     calls: tuple[str, ...] = ()
     answers: tuple[str, ...] = ()
@@ -273,6 +288,8 @@ def _dict_view(message: dict[str, Any]) -> MessageView:
     raw = message.get("role")
     if raw is None:
         fields, raw = _payload(message)
+        if _gemini.is_content(fields):
+            return _shape_view(fields, normalize_role(raw), _as_id(fields.get("id")))
         return _view(fields, normalize_role(raw), _as_id(fields.get("id")))
     role = _ALIASES.get(raw) if type(raw) is str else None
     if role is None:
@@ -282,7 +299,8 @@ def _dict_view(message: dict[str, Any]) -> MessageView:
         ident = _as_id(ident)
     if role == AI:
         calls = message.get("tool_calls")
-        if type(message.get("content")) is list or message.get("invalid_tool_calls"):
+        content = message.get("content")
+        if type(content) is list or message.get("invalid_tool_calls"):
             return _view(message, role, ident or None)
         if calls:
             if type(calls) is not list:
@@ -295,14 +313,22 @@ def _dict_view(message: dict[str, Any]) -> MessageView:
             if found:
                 view = (role, ident or None, _dedupe(iter(found)), _EMPTY)
                 return _new_view(MessageView, view)
+        elif content is None and "parts" in message:
+            return _shape_view(message, role, ident or None)
     elif role == TOOL:
         answer = message.get("tool_call_id")
         if answer is not None:
             answer = _as_id(answer)
             if answer is not None:
                 return _new_view(MessageView, (role, ident or None, _EMPTY, (answer,)))
-    elif role == HUMAN and type(message.get("content")) is list:
-        return _view(message, role, ident or None)
+    elif role == HUMAN:
+        content = message.get("content")
+        if type(content) is list:
+            return _view(message, role, ident or None)
+        if content is None and "parts" in message:
+            return _shape_view(message, role, ident or None)
+    elif "parts" in message and "content" not in message:
+        return _shape_view(message, role, ident or None)
     return _new_view(MessageView, (role, ident or None, _EMPTY, _EMPTY))
 
 
@@ -317,6 +343,8 @@ def read_message(message: object, index: int = 0) -> MessageView:
         return _dict_view(message)
     if isinstance(message, Mapping):
         fields, raw = _payload(message)
+        if _gemini.is_content(fields):
+            return _shape_view(fields, normalize_role(raw), _as_id(fields.get("id")))
         return _view(fields, normalize_role(raw), _as_id(fields.get("id")))
     raw = getattr(message, "type", None)
     if raw is None:
@@ -512,7 +540,10 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
     view = read_message(message, index)
     if _pydantic_ai.is_message(message):
         return _pydantic_ai_parts(view.role, _pydantic_ai.billed(message))
-    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    mapping = isinstance(message, Mapping)
+    fields: Any = _payload(message)[0] if mapping else message  # type: ignore[arg-type]
+    if mapping and _gemini.is_content(fields):
+        return _gemini_parts(view, fields["parts"])
     parts = _PartsBuilder()
     _field_calls(fields, parts)
     parts.content(_get(fields, "content"))
@@ -536,6 +567,20 @@ def _pydantic_ai_parts(role: str, billed: _pydantic_ai.Billed) -> MessageParts:
     return MessageParts(
         role, None, tuple(texts), _unique_calls(parts.calls), None, billed.media,
         tuple(billed.results),
+    )
+
+
+def _gemini_parts(view: MessageView, found: list[Any]) -> MessageParts:
+    texts, calls, responses, media = _gemini.billed(found)
+    texts.extend(_json(r) for r in responses if r is not None)
+    return MessageParts(
+        role=view.role,
+        name=None,
+        texts=tuple(texts),
+        tool_calls=tuple((name, _json(args)) for name, args in calls),
+        tool_call_id=None,
+        media=media,
+        tool_result_ids=view.answers,
     )
 
 
@@ -589,6 +634,8 @@ def read_plain(message: object) -> PlainRead | None:
     if role is None or get("invalid_tool_calls") or get("function_call") is not None:
         return None
     content = get("content")
+    if content is None and get("parts") is not None:
+        return None  # a Gemini content
     name = get("name")
     call_id = get("tool_call_id")
     ident = get("id")
@@ -748,6 +795,31 @@ def message_content(message: object) -> Any:
     return _get(fields, "content")
 
 
+def native_provider(message: object) -> str | None:
+    """The provider whose own message shape ``message`` is in, when only one API takes it:
+    ``"gemini"`` for a Gemini content; ``None`` for shapes several APIs share."""
+    if isinstance(message, Mapping) and _gemini.is_content(message):
+        return "gemini"
+    return None
+
+
+def call_signatures(message: object) -> tuple[bool, tuple[tuple[str, int, bool], ...]]:
+    """Where a message keeps reasoning signatures on its calls (Gemini ``thoughtSignature``).
+
+    Returns ``(any part signed, (call id, part index, signed) per call)``; ``(False, ())``
+    for shapes whose signatures do not sit on the call (Anthropic ``thinking`` blocks).
+    """
+    if isinstance(message, Mapping) and _gemini.is_content(message):
+        return _gemini.signed_calls(message["parts"])
+    return False, ()
+
+
+def holding_block(message: object, path: tuple[str | int, ...]) -> Any:
+    """The content block (a Gemini part) an :class:`EditablePart` path leads into."""
+    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    return _get(fields, str(path[0]))[path[1]]
+
+
 def with_content(message: _M, content: object) -> _M:
     """A deep copy of ``message`` (same shape and class) whose content is ``content``.
 
@@ -797,6 +869,18 @@ def _block_kind(block: object) -> str:
     return OTHER_PART
 
 
+_GEMINI_KINDS = {
+    _gemini.TEXT: TEXT_PART,
+    "blank": BLANK_PART,
+    _gemini.THOUGHT: "reasoning",
+    _gemini.CALL: TOOL_USE_PART,
+    _gemini.RESPONSE: TOOL_RESULT_PART,
+    _gemini.MEDIA: MEDIA_PART,
+    _gemini.CODE: OTHER_PART,
+    _gemini.OTHER: OTHER_PART,
+}
+
+
 def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
     """The kind of each part of a message's content, in order.
 
@@ -809,6 +893,8 @@ def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
     read_message(message, index)  # the same shape checks, and errors naming the index
     if _pydantic_ai.is_message(message):
         return _pydantic_ai.kinds(message)
+    if isinstance(message, Mapping) and _gemini.is_content(message):
+        return tuple(_GEMINI_KINDS[k] for k in _gemini.kinds(message["parts"]))
     content = message_content(message)
     if content is None:
         return ()
@@ -964,7 +1050,10 @@ def editable_parts(message: object, index: int = 0) -> tuple[EditablePart, ...]:
     view = read_message(message, index)
     if _pydantic_ai.is_message(message):
         return ()  # context editing does not rewrite PydanticAI parts yet
-    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    mapping = isinstance(message, Mapping)
+    fields: Any = _payload(message)[0] if mapping else message  # type: ignore[arg-type]
+    if mapping and _gemini.is_content(fields):
+        return tuple(EditablePart(*part) for part in _gemini.editable(fields["parts"]))
     out: list[EditablePart] = []
     content = _get(fields, "content")
     if view.role == TOOL:
@@ -1021,7 +1110,10 @@ def with_parts(
     :func:`package_note`. Neither ``message`` nor the values are ever mutated.
     """
     copied: Any = copy.deepcopy(message)
-    fields: Any = _payload(copied)[0] if isinstance(copied, Mapping) else copied
+    mapping = isinstance(copied, Mapping)
+    fields: Any = _payload(copied)[0] if mapping else copied
+    if mapping and _gemini.is_content(fields):
+        values = {path: _gemini.stored(path, value) for path, value in values.items()}
     for path, value in values.items():
         top = path[0]
         if len(path) > 1:
@@ -1060,6 +1152,8 @@ def part_text(value: object) -> str:
     """The text a part's value carries (text blocks joined by newlines; never a repr)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, Mapping) and "type" not in value and "text" not in value:
+        return _json(value)  # a JSON object (a Gemini function response)
     parts = _PartsBuilder()
     parts.content(value)
     return "\n".join(parts.texts)
@@ -1123,6 +1217,10 @@ def synthetic_results(
             return _pydantic_ai.synthetic_results(issuer, call_ids, content, lambda: openai)
         return openai
     fields, _ = _payload(issuer)
+    if _gemini.is_content(fields):
+        found = _gemini.synthetic(fields, call_ids, content)
+        if found is not None:
+            return [found]
     with_id = fields.get("id") is not None
     if "role" in issuer:
         uses = set(_block_ids(fields.get("content"), _ANTHROPIC_CALL_BLOCKS, "id"))

@@ -1,0 +1,280 @@
+"""Gemini ``contents``: read by the reader in ``messages.py``, never by anything else.
+
+A content is ``{"role": "user" | "model", "parts": [...]}``; a part holds one of
+``text`` (``thought: true`` marks reasoning), ``functionCall`` ``{"id"?, "name", "args"}``,
+``functionResponse`` ``{"id"?, "name", "response"}``, ``inlineData`` / ``fileData``
+(media), ``executableCode`` / ``codeExecutionResult``; any part may carry a
+``thoughtSignature``. The REST spelling (``functionCall``) and the Python SDK's
+(``function_call``) are both read.
+
+Call ids: a call or response with an ``id`` uses it; one without is named
+``"<name>#<k>"``, ``k`` counting the parts of that name in its content (``#`` never
+appears in a Gemini function name). A response content answers its calls by name
+and order, so ``get#0``, ``get#1`` of a model turn are answered by the first and
+second ``get`` response of the next user turn, and the plan's link (latest earlier
+issuer of an id) pairs a turn repeated later with its own responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = (
+    "CALL",
+    "CODE",
+    "MEDIA",
+    "OUTPUT_KEY",
+    "OTHER",
+    "RESPONSE",
+    "TEXT",
+    "THOUGHT",
+    "billed",
+    "call_entries",
+    "editable",
+    "is_content",
+    "kinds",
+    "links",
+    "part_kind",
+    "signature",
+    "signed_calls",
+    "stored",
+    "synthetic",
+)
+
+# Kinds of part, as part_kind() names them.
+TEXT = "text"
+THOUGHT = "thought"
+CALL = "call"
+RESPONSE = "response"
+MEDIA = "media"
+CODE = "code"
+OTHER = "other"
+
+_CALL_KEYS = ("functionCall", "function_call")
+_RESPONSE_KEYS = ("functionResponse", "function_response")
+_SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
+_MEDIA_KEYS = ("inlineData", "inline_data", "fileData", "file_data")
+_CODE_KEYS = ("executableCode", "executable_code", "codeExecutionResult", "code_execution_result")
+
+
+def is_content(message: Mapping[str, Any]) -> bool:
+    """Whether a dict message is a Gemini content (``parts``, and no ``content``)."""
+    return "content" not in message and isinstance(message.get("parts"), list)
+
+
+def _first(part: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, Any] | None:
+    for key in keys:
+        value = part.get(key)
+        if value is not None:
+            return key, value
+    return None
+
+
+def part_kind(part: object) -> str:
+    """:data:`TEXT`, :data:`THOUGHT`, :data:`CALL`, :data:`RESPONSE`, :data:`MEDIA`,
+    :data:`CODE` or :data:`OTHER` (a part with nothing the package reads)."""
+    if not isinstance(part, Mapping):
+        return OTHER
+    if _first(part, _CALL_KEYS) is not None:
+        return CALL
+    if _first(part, _RESPONSE_KEYS) is not None:
+        return RESPONSE
+    if "text" in part:
+        return THOUGHT if part.get("thought") is True else TEXT
+    if _first(part, _MEDIA_KEYS) is not None:
+        return MEDIA
+    if _first(part, _CODE_KEYS) is not None:
+        return CODE
+    if part.get("thought") is True:
+        return THOUGHT  # a thought part whose text was not returned (only a signature)
+    return OTHER
+
+
+def signature(part: object) -> str | None:
+    """The ``thoughtSignature`` a part carries, or ``None``."""
+    if not isinstance(part, Mapping):
+        return None
+    found = _first(part, _SIGNATURE_KEYS)
+    return found[1] if found is not None and isinstance(found[1], str) else None
+
+
+def _as_id(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def call_entries(parts: list[Any], kind: str) -> list[tuple[int, str, str, str, Any]]:
+    """``(part index, id, name, key, body)`` of each :data:`CALL` or :data:`RESPONSE` part.
+
+    ``key`` is the part's key (``"functionCall"``, ``"function_response"``, ...) and
+    ``body`` the value under it; ids follow the module's naming (its docstring).
+    """
+    keys = _CALL_KEYS if kind == CALL else _RESPONSE_KEYS
+    seen: dict[str, int] = {}
+    out: list[tuple[int, str, str, str, Any]] = []
+    for i, part in enumerate(parts):
+        if not isinstance(part, Mapping) or part_kind(part) != kind:
+            continue
+        found = _first(part, keys)
+        assert found is not None
+        key, body = found
+        raw = body.get("name") if isinstance(body, Mapping) else None
+        name = raw if isinstance(raw, str) else ""
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        given = _as_id(body.get("id")) if isinstance(body, Mapping) else None
+        out.append((i, given if given is not None else f"{name}#{k}", name, key, body))
+    return out
+
+
+def links(parts: list[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(calls issued, calls answered)`` by one content's parts, each id once, in order."""
+    calls = tuple(dict.fromkeys(e[1] for e in call_entries(parts, CALL)))
+    answers = tuple(dict.fromkeys(e[1] for e in call_entries(parts, RESPONSE)))
+    return calls, answers
+
+
+def billed(
+    parts: list[Any],
+) -> tuple[list[str], list[tuple[str, Any]], list[Any], int]:
+    """What a content bills: ``(texts, (name, args) per call, responses, media count)``.
+
+    Texts include thought text (sent back, it is input like any other text) and code;
+    a ``thoughtSignature`` is an opaque token the API resolves, not text, so it is not
+    counted. ``responses`` are the ``response`` values of function responses.
+    """
+    texts: list[str] = []
+    calls: list[tuple[str, Any]] = []
+    responses: list[Any] = []
+    media = 0
+    for part in parts:
+        kind = part_kind(part)
+        if kind in (TEXT, THOUGHT):
+            text = part.get("text")
+            if isinstance(text, str) and text:
+                texts.append(text)
+        elif kind == CALL:
+            body = _first(part, _CALL_KEYS)[1]  # type: ignore[index]
+            name = body.get("name") if isinstance(body, Mapping) else None
+            args = body.get("args") if isinstance(body, Mapping) else None
+            calls.append((name if isinstance(name, str) else "", args or {}))
+        elif kind == RESPONSE:
+            body = _first(part, _RESPONSE_KEYS)[1]  # type: ignore[index]
+            if isinstance(body, Mapping):
+                responses.append(body.get("response"))
+                name = body.get("name")
+                if isinstance(name, str) and name:
+                    texts.append(name)
+        elif kind == MEDIA:
+            media += 1
+        elif kind == CODE:
+            body = _first(part, _CODE_KEYS)[1]  # type: ignore[index]
+            if isinstance(body, Mapping):
+                for key in ("code", "output"):
+                    value = body.get(key)
+                    if isinstance(value, str) and value:
+                        texts.append(value)
+    return texts, calls, responses, media
+
+
+def kinds(parts: list[Any]) -> tuple[str, ...]:
+    """The kind of each part (see :func:`part_kind`), with ``"blank"`` for empty text."""
+    out = []
+    for part in parts:
+        kind = part_kind(part)
+        if kind == TEXT:
+            text = part.get("text")
+            if not (isinstance(text, str) and text.strip()):
+                kind = "blank"
+        out.append(kind)
+    return tuple(out)
+
+
+def editable(
+    parts: list[Any],
+) -> list[tuple[tuple[str | int, ...], str, str | None, str | None, Any]]:
+    """``(path, kind, call id, tool, value)`` of the parts context editing may replace.
+
+    ``kind`` is ``"text"`` (a text part; thought parts never), ``"tool_result"`` (a
+    function response's ``response``; ``{"output": text}`` reads as ``text``) or
+    ``"tool_args"`` (a call's ``args``). A signature stays where it is: only the value
+    under the path changes (written with :func:`stored`).
+    """
+    out: list[tuple[tuple[str | int, ...], str, str | None, str | None, Any]] = []
+    calls = {e[0]: e for e in call_entries(parts, CALL)}
+    responses = {e[0]: e for e in call_entries(parts, RESPONSE)}
+    for i, part in enumerate(parts):
+        if i in calls:
+            _, ident, name, key, body = calls[i]
+            if isinstance(body, Mapping):
+                value = body.get("args")
+                out.append((("parts", i, key, "args"), "tool_args", ident, name or None, value))
+        elif i in responses:
+            _, ident, name, key, body = responses[i]
+            if isinstance(body, Mapping) and "response" in body:
+                value = _unwrap(body["response"])
+                out.append(
+                    (("parts", i, key, "response"), "tool_result", ident, name or None, value)
+                )
+        elif part_kind(part) == TEXT and isinstance(part.get("text"), str):
+            out.append((("parts", i, "text"), "text", None, None, part["text"]))
+    return out
+
+
+def signed_calls(parts: list[Any]) -> tuple[bool, tuple[tuple[str, int, bool], ...]]:
+    """``(any part signed, (call id, part index, signed) per call)`` of one content."""
+    any_signed = any(signature(p) is not None for p in parts)
+    calls = tuple(
+        (e[1], e[0], signature(parts[e[0]]) is not None) for e in call_entries(parts, CALL)
+    )
+    return any_signed, calls
+
+
+#: The key a string written into a function response is kept under (a ``response`` must be
+#: a JSON object; Gemini's documentation names ``output`` for a function's output).
+OUTPUT_KEY = "output"
+
+
+def _unwrap(response: object) -> object:
+    """A response ``{"output": text}`` reads as ``text``, so edits see the text they wrote."""
+    if isinstance(response, Mapping) and len(response) == 1:
+        text = response.get(OUTPUT_KEY)
+        if isinstance(text, str):
+            return text
+    return response
+
+
+def stored(path: tuple[str | int, ...], value: object) -> object:
+    """What to store at ``path`` (from :func:`editable`) for ``value``: a string written as
+    a function response becomes ``{"output": value}``, anything else stays as it is."""
+    if isinstance(value, str) and len(path) == 4 and path[3] == "response":
+        return {OUTPUT_KEY: value}
+    return value
+
+
+def synthetic(
+    issuer: Mapping[str, Any], call_ids: tuple[str, ...], content: str
+) -> dict[str, Any] | None:
+    """One user content answering ``call_ids`` of the model content ``issuer``, or ``None``
+    when a call is not one of its calls. Each response names its call (and repeats its
+    ``id`` when the call has one); the result is ``{"error": content}``."""
+    entries = {e[1]: e for e in call_entries(issuer.get("parts") or [], CALL)}
+    if not all(c in entries for c in call_ids):
+        return None
+    key = (
+        "functionResponse"
+        if any(e[3] == "functionCall" for e in entries.values())
+        else ("function_response")
+    )
+    parts = []
+    for call in call_ids:
+        _, _, name, _, body = entries[call]
+        response: dict[str, Any] = {}
+        if isinstance(body, Mapping) and _as_id(body.get("id")) is not None:
+            response["id"] = body["id"]
+        response["name"] = name
+        response["response"] = {"error": content}
+        parts.append({key: response})
+    return {"role": "user", "parts": parts}
