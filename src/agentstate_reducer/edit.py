@@ -37,6 +37,7 @@ from .messages import (
     TOOL_RESULT_PART,
     EditablePart,
     MessageView,
+    editable_body,
     editable_parts,
     holding_block,
     message_id,
@@ -288,7 +289,7 @@ def _text_size(message: Any) -> int:
     """At least the UTF-8 bytes (so the characters) of any part's text in ``message``,
     found without reading its parts: every editable text lives in its content, and a
     ``repr`` holds every string in it whole."""
-    content = message_content(message)
+    content = editable_body(message)
     if content is None:
         return 0
     if isinstance(content, str):

@@ -54,6 +54,7 @@ __all__ = (
     "injected_kind",
     "is_injected",
     "is_summary",
+    "editable_body",
     "editable_parts",
     "holding_block",
     "message_content",
@@ -812,6 +813,16 @@ def call_signatures(message: object) -> tuple[bool, tuple[tuple[str, int, bool],
     if isinstance(message, Mapping) and _gemini.is_content(message):
         return _gemini.signed_calls(message["parts"])
     return False, ()
+
+
+def editable_body(message: object) -> Any:
+    """The raw value holding every part :func:`editable_parts` finds: the ``content``
+    (a Gemini content's ``parts``), or ``None``."""
+    if isinstance(message, Mapping):
+        fields = _payload(message)[0]
+        if _gemini.is_content(fields):
+            return fields["parts"]
+    return message_content(message)
 
 
 def holding_block(message: object, path: tuple[str | int, ...]) -> Any:
