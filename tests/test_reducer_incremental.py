@@ -352,6 +352,23 @@ def test_the_langgraph_reducer_checks_ids_of_new_messages_only(
     assert len(asked) - before == len(history) - 11  # each new message's id, once
 
 
+def test_a_list_edited_after_a_langgraph_id_check_is_compared_again() -> None:
+    """The list an id check compared is trusted by the reduce of that call only: edited
+    in place afterwards (an orphaned result put in), it is planned in full."""
+    history = _loop_history(12)
+    config = ReducerConfig(min_messages=3, max_messages=6)
+    reducer = MessageReducer(config=config)
+    fn = reducer.as_langgraph_reducer()
+    state = fn(history[:4], None)
+    state = fn(state, [history[4]])
+    fn(state, [history[4]])  # an update of a known id: add_messages merges it
+    state[1] = history[11]  # edited in place: no longer the list this reducer returned
+    got = reducer.reduce(existing=state, new=[history[5]])
+    want = MessageReducer(config=config).reduce(existing=state, new=[history[5]])
+    assert got.surviving == want.surviving
+    assert got.pruned == want.pruned
+
+
 def test_an_update_by_id_after_appends_replaces_the_message() -> None:
     """The id index follows the appends, so a later update of an appended id is merged."""
     history = _loop_history(6)

@@ -321,6 +321,8 @@ class MessageReducer:
         self._summary_reserve: int | None = None
         self._chains: OrderedDict[int, _Chain] = OrderedDict()
         self._chains_lock = threading.Lock()
+        #: ``list``: ``(existing, chain)`` that ``as_langgraph_reducer()`` just matched.
+        self._checked = threading.local()
         self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
         # reduce() runs on every state update: find async callables once, not per call.
         named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(config.on_prune)]
@@ -678,6 +680,12 @@ class MessageReducer:
         chains = self._chains
         if not chains:
             return None
+        checked: tuple[list[Any], _Chain] | None = getattr(self._checked, "list", None)
+        if checked is not None:
+            self._checked.list = None
+            seen, matched = checked
+            if seen is existing and len(existing) == matched.size <= len(messages):
+                return matched  # compared a moment ago, in this thread's same call
         with self._chains_lock:
             chain = chains.get(id(existing))
             if chain is None:
@@ -708,7 +716,10 @@ class MessageReducer:
                 ident = message_id(m)
                 if ident is not None:
                     index[ident] = (i, m)
-            self._keep(chain._replace(ids=index))
+            chain = chain._replace(ids=index)
+            self._keep(chain)
+        # The reduce that follows in the same call need not compare the list again.
+        self._checked.list = (existing, chain)
         for ident in ids:
             found = index.get(ident)
             if found is not None:
@@ -1098,8 +1109,11 @@ class MessageReducer:
             left = existing if type(existing) is list else as_message_list(existing)
             # add_messages' reading: a ("user", "hi") tuple is one message.
             right = [new] if isinstance(new, tuple) else as_message_list(new)
-            if not _needs_add_messages(self, left, right):
-                return self.reduce(left, right).surviving
+            try:
+                if not _needs_add_messages(self, left, right):
+                    return self.reduce(left, right).surviving
+            finally:
+                self._checked.list = None  # valid for this call only
             if merge is None:
                 merge = _add_messages_merge(self)
             return merge(left, right)
@@ -1109,9 +1123,9 @@ class MessageReducer:
 
 
 def _needs_add_messages(reducer: MessageReducer, left: list[Any], right: list[Any]) -> bool:
-    if any(is_merge_update(m) for m in right):
+    if any(map(is_merge_update, right)):
         return True
-    new_ids = {message_id(m) for m in right}
+    new_ids = set(map(message_id, right))
     new_ids.discard(None)
     return bool(new_ids) and reducer._holds_an_id(left, new_ids)
 
