@@ -707,3 +707,21 @@ def test_link_calls_over_a_window_agrees_with_the_whole_history(
         for call, p in zip(views[j].answers, whole[j] or (), strict=True):
             if p is not None and p >= start:
                 assert (j, call) in results[p]
+
+
+_flag_bytes = st.lists(st.sampled_from([0, 0, 0, 1, 1, 2]), max_size=80).map(bytes) | st.builds(
+    lambda lo, mid, hi: bytes(lo) + b"\x01" * mid + bytes(hi),
+    st.integers(0, 40),
+    st.integers(0, 40),
+    st.integers(0, 40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_flag_bytes, st.integers(0, 5))
+def test_flag_indices_are_those_of_the_non_zero_bytes(flags: bytes, base: int) -> None:
+    from agentstate_reducer.plan import _indices
+
+    want = [base + i for i, flag in enumerate(flags) if flag]
+    assert _indices(flags, base) == want
+    assert _indices(bytearray(flags), base) == want

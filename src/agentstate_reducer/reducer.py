@@ -140,9 +140,16 @@ class _LazyCounts(Sequence[int]):
     :data:`_BLOCK` earlier messages in one cache call.
     """
 
-    def __init__(self, cache: TokenCountCache, messages: list[Any]) -> None:
+    def __init__(
+        self,
+        cache: TokenCountCache,
+        messages: list[Any],
+        views: list[MessageView] | None = None,
+    ) -> None:
         self._cache = cache
         self._messages = messages
+        #: The views read already, if any: the cache then need not read them again.
+        self._views = views
         self._counts: list[int | None] = [None] * len(messages)
 
     def __len__(self) -> int:
@@ -162,10 +169,39 @@ class _LazyCounts(Sequence[int]):
             low = max(0, index - _BLOCK + 1)
             while self._counts[low] is not None:
                 low += 1
-            self._counts[low : index + 1] = self._cache.counts(self._messages[low : index + 1])
+            self._fill(low, index + 1)
             count = self._counts[index]
             assert count is not None
         return count
+
+    def _fill(self, low: int, high: int) -> None:
+        views = None if self._views is None else self._views[low:high]
+        self._counts[low:high] = self._cache.counts(self._messages[low:high], views)
+
+    def total_within(self, limit: int) -> int | None:
+        """:func:`plan._total`: the sum, or ``None`` once the sum from the end passes
+        ``limit``; counted from the end a block at a time, summed in C."""
+        counts = self._counts
+        total, high = 0, len(counts)
+        while high > 0:
+            low = max(0, high - _BLOCK)
+            if None in counts[low:high]:
+                self._fill(low, high)
+            block = cast("list[int]", counts[low:high])
+            if min(block) >= 0:
+                part = sum(block)
+                if total + part > limit:
+                    return None
+                total += part
+            else:  # a counter that is not a count: as the plan's walk would meet it
+                for count in reversed(block):
+                    if count < 0:
+                        return sum(self)
+                    total += count
+                    if total > limit:
+                        return None
+            high = low
+        return total
 
     def __iter__(self) -> Iterator[int]:
         if None in self._counts:
@@ -375,7 +411,8 @@ class MessageReducer:
         if read is not None:  # what the edit step read and counted
             views, counts = read
         elif config.token_mode and cache is not None and lazy:
-            views, counts = read_messages(messages), _LazyCounts(cache, messages)
+            views = read_messages(messages)
+            counts = _LazyCounts(cache, messages, views)
         elif config.token_mode and cache is not None:
             # Views and counts of messages seen before come from the cache.
             views, counts = cache.read(messages)

@@ -1170,18 +1170,27 @@ class TokenCountCache:
     def __len__(self) -> int:
         return len(self._slots)
 
-    def counts(self, messages: Sequence[Any]) -> list[int]:
-        """Token counts of ``messages``, in order, counting only what is not remembered."""
-        return self.read(messages)[1]
+    def counts(
+        self, messages: Sequence[Any], views: Sequence[MessageView] | None = None
+    ) -> list[int]:
+        """Token counts of ``messages``, in order, counting only what is not remembered.
 
-    def read(self, messages: Sequence[Any]) -> tuple[list[MessageView], list[int]]:
+        ``views``: the messages' views when the caller read them already (``read_message``
+        of each), so that a new message is not read again for its view.
+        """
+        return self.read(messages, views)[1]
+
+    def read(
+        self, messages: Sequence[Any], views: Sequence[MessageView] | None = None
+    ) -> tuple[list[MessageView], list[int]]:
         """Views and token counts of ``messages``; only new or changed messages are read.
 
         Raises:
             MessageFormatError: a message cannot be read; the error names its index.
         """
         n = len(messages)
-        views: list[Any] = [None] * n  # MessageView, every slot filled below
+        given = views
+        out: list[Any] = [None] * n  # MessageView, every slot filled below
         counts: list[int] = [0] * n
         missing: Sequence[int]
         with self._lock:
@@ -1203,15 +1212,15 @@ class TokenCountCache:
                             except Exception:  # an object whose == raises (an array, say)
                                 same = False
                         if same:
-                            views[i] = known[slot]
+                            out[i] = known[slot]
                             counts[i] = numbers[slot]
                             continue
                     missing.append(i)
             else:
                 missing = range(n)  # nothing remembered: every message is new
         if missing:
-            self._read_new(messages, missing, views, counts)
-        return views, counts
+            self._read_new(messages, missing, out, counts, given)
+        return out, counts
 
     def _confirm(self, message: Any, slot: int) -> bool:
         """Whether a message seen once, without a copy, still reads and counts the same.
@@ -1235,8 +1244,10 @@ class TokenCountCache:
         missing: Sequence[int],
         views: list[MessageView],
         counts: list[int],
+        given: Sequence[MessageView] | None = None,
     ) -> None:
-        """Read and count ``messages[i]`` for each ``i`` in ``missing``, and remember them."""
+        """Read and count ``messages[i]`` for each ``i`` in ``missing``, and remember them
+        (``given``: the views of ``messages``, read by the caller)."""
         every = len(missing) == len(messages)
         batch = list(messages) if every else [messages[i] for i in missing]
         m = len(batch)
@@ -1269,7 +1280,8 @@ class TokenCountCache:
                     new_views[k] = read[0]
                     new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
                 else:
-                    new_views[k] = read_message(message, missing[k])
+                    i = missing[k]
+                    new_views[k] = read_message(message, i) if given is None else given[i]
                     new_counts[k] = int(counter(message))
         except RecursionError:
             raise MessageFormatError(
