@@ -36,6 +36,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 import agentstate_reducer.outbox as outbox_pkg
 from agentstate_reducer import (
+    ClearToolResults,
     MessageFormatError,
     MessageReducer,
     OutboxError,
@@ -590,6 +591,71 @@ class OutboxContract:
         assert outbox.purge(0) == 1
         assert outbox.counts() == {"ready": 1, "claimed": 0, "done": 0, "failed": 0}
         assert outbox.enqueue(batch(2), NS) == 1  # its key is free again
+
+    # get: the way back to a stored message
+
+    def test_get_finds_a_job_in_every_status_until_it_is_purged(self, outbox: Outbox) -> None:
+        outbox.enqueue(batch(4), NS)
+        outbox.enqueue(batch(1), ("memories", "bob"))
+        first = outbox.get("m0", NS)
+        assert first is not None and first.status == "ready" and first.namespace == NS
+        assert outbox.get("m9", NS) is None and outbox.get("m1", ("memories", "bob")) is None
+        claimed = outbox.claim(3)
+        assert outbox.ack(claimed[:1]) == 1
+        assert outbox.fail(claimed[1], "boom", dead=True) == "failed"
+        found = {k: outbox.get(k, NS) for k in ("m0", "m1", "m2", "m3")}
+        assert {k: job.status for k, job in found.items() if job} == {
+            "m0": "done", "m1": "failed", "m2": "claimed", "m3": "ready"
+        }
+        assert [job.message for job in found.values() if job] == batch(4)
+        assert found["m1"] is not None and found["m1"].last_error == "boom"
+        # A look-up never hands out the lease token of someone else's claim.
+        assert found["m2"] is not None and found["m2"].lease == ""
+        assert outbox.ack([found["m2"]]) == 0
+        assert outbox.counts() == {"ready": 2, "claimed": 1, "done": 1, "failed": 1}
+        time.sleep(0.05)
+        assert outbox.purge(0) == 1
+        assert outbox.get("m0", NS) is None
+
+    def test_get_takes_a_message_id_as_enqueue_keys_it(self, outbox: Outbox) -> None:
+        outbox.enqueue([{"role": "user", "content": "one", "id": 1}], NS)
+        job = outbox.get(1, NS)
+        assert job is not None and job.message["content"] == "one"
+        assert outbox.get("1", NS) is None
+        with pytest.raises(TypeError, match="ident must be a message id"):
+            outbox.get(None, NS)
+
+    def test_an_edited_original_is_read_back_by_its_handle(self, outbox: Outbox) -> None:
+        """The way back from the outbox: a placeholder's handle names the stored original
+        while its job is pending, and after the relay delivered it, until purge."""
+        original = "result 0: " + "lorem ipsum dolor sit amet " * 40
+        history: list[Any] = [
+            human("openai", "look it up", "h0"),
+            ai("openai", "", "a0", ["c0"]),
+            {**results("openai", ["c0"], "t0")[0], "content": original},
+            ai("openai", "found it", "b0"),
+            human("openai", "again", "h1"),
+        ]
+        config = ReducerConfig(
+            max_tokens=120,
+            token_counter="approximate",
+            context_edits=[ClearToolResults(keep=0)],
+            on_prune=[OutboxHook(outbox)],
+        )
+        result = MessageReducer(config=config).reduce(history, namespace=NS)
+        [edit] = result.edited
+        assert edit.handle in result.surviving[2]["content"] and not result.pruned
+        assert outbox.original(edit.handle, NS) == original
+        assert outbox.original(edit.handle, ("memories", "bob")) is None
+        assert outbox.original("ctx_0000000000000000", NS) is None
+        outbox.enqueue(batch(1), NS)
+        assert outbox.original("m0", NS) is None  # stored, but not an edited original
+        sink = Sink()
+        assert Relay(outbox, sink).run_once().delivered == 2
+        assert sink.entries[(NS, edit.handle)]["content"] == original
+        assert outbox.original(edit.handle, NS) == original  # done, not purged yet
+        with pytest.raises(TypeError, match="handle must be a non-empty string"):
+            outbox.original("", NS)
 
     def test_storage_errors_become_outbox_errors(self, backend: Backend) -> None:
         with pytest.raises(OutboxError) as info:

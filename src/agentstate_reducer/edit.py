@@ -41,6 +41,8 @@ from .messages import (
     editable_parts,
     holding_block,
     message_id,
+    message_parts,
+    package_note,
     part_text,
     with_parts,
 )
@@ -59,6 +61,7 @@ __all__ = (
     "edit_messages",
     "handle_of",
     "is_edited",
+    "original_text",
 )
 
 # Kinds of edit.
@@ -252,6 +255,18 @@ def handle_of(value: object) -> str:
 def is_edited(value: object) -> bool:
     """True when a part's value is a placeholder or preview this module wrote."""
     return isinstance(value, str) and _MARK.match(value) is not None
+
+
+def original_text(message: object) -> str | None:
+    """The text of an edited original as the hooks received it (:attr:`ContextEdit.original`):
+    its part's text, or for cleared call arguments their JSON; ``None`` for a message
+    that is not an edited original."""
+    note = package_note(message)
+    if note is None or "edit" not in note:
+        return None
+    parts = message_parts(message)
+    text = "\n".join(parts.texts)
+    return text or "\n".join(arguments for _, arguments in parts.tool_calls)
 
 
 def _args_cleared(value: object) -> bool:

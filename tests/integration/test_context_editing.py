@@ -5,6 +5,7 @@ without a redundant tool call."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from typing import Annotated, Any
 
@@ -34,6 +35,7 @@ from agentstate_reducer.langgraph import (
     reducing_add_messages,
     store_hook,
 )
+from agentstate_reducer.outbox import OutboxHook, Relay, SQLiteOutbox
 from agentstate_reducer.tokens import approximate_text_tokens
 
 
@@ -197,6 +199,50 @@ def test_fetch_original_and_the_recall_tool_read_an_offloaded_result(kit: Any) -
         fetch_original(store, "")
     with pytest.raises(ValueError, match="page_chars"):
         recall_tool(store, page_chars=0)
+
+
+def test_the_way_back_from_the_outbox_before_and_after_the_relay(tmp_path: Any) -> None:
+    """With an outbox between the reducer and the store, an original is read back from
+    the outbox while it is pending, from the store the relay delivers to once it is
+    delivered, and from either through ``[store, outbox]``, also after a purge."""
+    store = InMemoryStore()
+    outbox = SQLiteOutbox(tmp_path / "outbox.db")
+    reducer = MessageReducer(
+        config=ReducerConfig(
+            max_tokens=100_000,
+            token_counter="approximate",
+            context_edits=[Offload(above=500, head=50, tail=20)],
+            on_prune=[OutboxHook(outbox)],
+        )
+    )
+    payload = text_of(2_000, "payload")
+    history = [
+        HumanMessage("turn 0: fetch", id="h"),
+        AIMessage("", tool_calls=[{"id": "c", "name": "fetch", "args": {}}], id="a"),
+        ToolMessage(payload, tool_call_id="c", id="t"),
+    ]
+    ns = ("memories", "bob")
+    (edit,) = reducer.reduce(history, namespace=ns).edited
+    handle = edit.handle
+    assert fetch_original(store, handle, namespace=ns) is None  # not delivered yet
+    assert fetch_original(outbox, handle, namespace=ns) == payload
+    assert fetch_original(outbox, handle) is None  # another namespace
+    read = recall_tool([store, outbox], namespace=ns, page_chars=1_000)
+    assert read.invoke({"handle": handle}).endswith(payload[:1_000])
+    assert asyncio.run(read.ainvoke({"handle": handle})).endswith(payload[:1_000])
+    # The relay delivers into the store that fetch_original and the tool read.
+    assert Relay(outbox, store_hook(store)).run_once().delivered == 1
+    assert fetch_original(store, handle, namespace=ns) == payload
+    time.sleep(0.05)
+    assert outbox.purge(0) == 1
+    assert fetch_original(outbox, handle, namespace=ns) is None
+    assert fetch_original([outbox, store], handle, namespace=ns) == payload
+    assert asyncio.run(afetch_original([outbox, store], handle, namespace=ns)) == payload
+    with pytest.raises(TypeError, match="an Outbox or a non-empty list"):
+        fetch_original([], handle)
+    with pytest.raises(TypeError, match="an Outbox or a non-empty list"):
+        recall_tool([store, "x"])  # type: ignore[list-item]
+    outbox.close()
 
 
 # -- scenarios --------------------------------------------------------------------------------

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.store.base import BaseStore
 
 from ..reducer import MessageReducer
 from ._graph import run_namespace
-from ._store import StoreHook, afetch_original, fetch_original
+from ._store import OriginalSource, afetch_original, fetch_original, original_sources
 
 __all__ = ("recall_tool",)
 
@@ -30,7 +30,7 @@ def _page(handle: str, text: str | None, offset: int, size: int) -> str:
 
 
 def recall_tool(
-    store: BaseStore | StoreHook,
+    store: OriginalSource | Sequence[OriginalSource],
     *,
     reducer: MessageReducer | None = None,
     namespace: Any = None,
@@ -45,7 +45,9 @@ def recall_tool(
     a page is never offloaded again.
 
     Args:
-        store: the store the reducer's :func:`store_hook` writes to, or the hook itself.
+        store: where the reducer's hooks put the originals, as :func:`fetch_original`
+            takes it: a store, a :func:`store_hook`, an ``Outbox``, or a list of them
+            asked in turn.
         reducer: the reducer whose hooks stored the originals (for the namespace).
         namespace: a fixed namespace to read from.
         page_chars: characters returned per call.
@@ -56,8 +58,7 @@ def recall_tool(
         >>> recall_tool(InMemoryStore()).name
         'read_original'
     """
-    if not isinstance(store, (BaseStore, StoreHook)):
-        raise TypeError(f"store must be a LangGraph BaseStore or a store_hook, got {store!r}")
+    sources = original_sources(store)
     if reducer is not None and not isinstance(reducer, MessageReducer):
         raise TypeError(f"reducer must be a MessageReducer or None, got {reducer!r}")
     if isinstance(page_chars, bool) or not isinstance(page_chars, int) or page_chars < 1:
@@ -71,10 +72,10 @@ def recall_tool(
         return run_namespace(reducer)
 
     def read_original(handle: str, offset: int = 0) -> str:
-        return _page(handle, fetch_original(store, handle, namespace=where()), offset, page_chars)
+        return _page(handle, fetch_original(sources, handle, namespace=where()), offset, page_chars)
 
     async def aread_original(handle: str, offset: int = 0) -> str:
-        text = await afetch_original(store, handle, namespace=where())
+        text = await afetch_original(sources, handle, namespace=where())
         return _page(handle, text, offset, page_chars)
 
     return StructuredTool.from_function(

@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, PutOp
 
 from ..messages import message_id, message_parts, package_note
+from ..outbox.base import Outbox
 
-__all__ = ("StoreHook", "afetch_original", "fetch_original", "store_hook")
+__all__ = ("OriginalSource", "StoreHook", "afetch_original", "fetch_original", "store_hook")
 
 
 def _as_namespace(value: object, name: str) -> tuple[str, ...]:
@@ -162,17 +163,37 @@ def store_hook(
     return StoreHook(store, default_namespace=default_namespace, index=index)
 
 
+#: Where an edited original can be read back from: the store a :func:`store_hook` writes
+#: to (or the hook), or the outbox an ``OutboxHook`` writes to.
+OriginalSource = BaseStore | StoreHook | Outbox
+
+
+def original_sources(value: object) -> list[OriginalSource]:
+    """`value` as a list of sources (one, or a non-empty list), checked."""
+    if isinstance(value, (BaseStore, StoreHook, Outbox)):
+        return [value]
+    if isinstance(value, (list, tuple)) and value:
+        bad = [v for v in value if not isinstance(v, (BaseStore, StoreHook, Outbox))]
+        if not bad:
+            return list(value)
+        value = bad[0]
+    raise TypeError(
+        "store must be a LangGraph BaseStore, a store_hook, an Outbox or a non-empty list "
+        f"of them, got {value!r}"
+    )
+
+
 def _labels(store: BaseStore | StoreHook, namespace: Any) -> tuple[BaseStore, tuple[str, ...]]:
     if isinstance(store, StoreHook):
-        base, default = store.store, store.default_namespace
-    elif isinstance(store, BaseStore):
-        base, default = store, ("memories",)
-    else:
-        raise TypeError(f"store must be a LangGraph BaseStore or a store_hook, got {store!r}")
-    return base, default if namespace is None else _as_namespace(namespace, "namespace")
+        return store.store, store.default_namespace if namespace is None else _as_namespace(
+            namespace, "namespace"
+        )
+    return store, ("memories",) if namespace is None else _as_namespace(namespace, "namespace")
 
 
 def _original_text(value: Any) -> str | None:
+    """The text of a stored record of an edited original (see ``original_text``, which
+    reads the message the record was made from the same way)."""
     if not isinstance(value, dict) or "edited" not in value:
         return None
     content = value.get("content")
@@ -182,40 +203,66 @@ def _original_text(value: Any) -> str | None:
     return "\n".join(str(call.get("arguments", "")) for call in calls) or ""
 
 
+def _check_handle(handle: object) -> str:
+    if not isinstance(handle, str) or not handle:
+        raise TypeError(f"handle must be a non-empty string, got {handle!r}")
+    return handle
+
+
 def fetch_original(
-    store: BaseStore | StoreHook, handle: str, *, namespace: Any = None
+    store: OriginalSource | Sequence[OriginalSource], handle: str, *, namespace: Any = None
 ) -> str | None:
     """The original text of a part context editing replaced, read back by its handle.
 
+    Reads where the reducer's hooks put it: a LangGraph store (what :func:`store_hook`
+    writes, directly or as the delivery target of an outbox ``Relay``), or an outbox
+    (what ``OutboxHook`` stored: pending, delivered or dead-lettered, until purged).
+    Given a list, each source is asked in turn, so ``[store, outbox]`` finds an
+    original the relay has not delivered yet and one already purged from the outbox.
+
     Args:
-        store: the store the reducer's :func:`store_hook` writes to, or the hook itself
-            (its ``default_namespace`` then applies when ``namespace`` is ``None``).
+        store: a ``BaseStore``, a :func:`store_hook` (its ``default_namespace`` then
+            applies when ``namespace`` is ``None``), an ``Outbox``, or a list of them.
         handle: the ``ctx_...`` handle a placeholder or preview names.
-        namespace: the namespace the reduce ran under (a string is one label);
-            ``None``: the hook's default, ``("memories",)`` for a bare store.
+        namespace: the namespace the reduce ran under (for a store, a string is one
+            label and ``None`` is the hook's default, ``("memories",)`` for a bare store;
+            an outbox takes it as the reduce forwarded it).
 
     Returns:
         The original's text (for cleared call arguments, their JSON), or ``None`` when
-        nothing edited is stored under ``handle`` there (not delivered yet, say).
+        nothing edited is stored under ``handle`` in any source (not delivered yet, say).
 
     Example:
         >>> from langgraph.store.memory import InMemoryStore
         >>> fetch_original(InMemoryStore(), "ctx_0123456789abcdef") is None
         True
     """
-    if not isinstance(handle, str) or not handle:
-        raise TypeError(f"handle must be a non-empty string, got {handle!r}")
-    base, labels = _labels(store, namespace)
-    item = base.get(labels, handle)
-    return None if item is None else _original_text(item.value)
+    _check_handle(handle)
+    for source in original_sources(store):
+        if isinstance(source, Outbox):
+            text = source.original(handle, namespace)
+        else:
+            base, labels = _labels(source, namespace)
+            item = base.get(labels, handle)
+            text = None if item is None else _original_text(item.value)
+        if text is not None:
+            return text
+    return None
 
 
 async def afetch_original(
-    store: BaseStore | StoreHook, handle: str, *, namespace: Any = None
+    store: OriginalSource | Sequence[OriginalSource], handle: str, *, namespace: Any = None
 ) -> str | None:
-    """Async :func:`fetch_original` (``store.aget``), for async stores on their loop."""
-    if not isinstance(handle, str) or not handle:
-        raise TypeError(f"handle must be a non-empty string, got {handle!r}")
-    base, labels = _labels(store, namespace)
-    item = await base.aget(labels, handle)
-    return None if item is None else _original_text(item.value)
+    """Async :func:`fetch_original`: ``store.aget`` for stores, an outbox read in a
+    worker thread (its clients are synchronous)."""
+    _check_handle(handle)
+    for source in original_sources(store):
+        if isinstance(source, Outbox):
+            text = await asyncio.to_thread(source.original, handle, namespace)
+        else:
+            base, labels = _labels(source, namespace)
+            item = await base.aget(labels, handle)
+            text = None if item is None else _original_text(item.value)
+        if text is not None:
+            return text
+    return None

@@ -32,7 +32,8 @@ status cycle::
 Delivery is at-least-once: a worker can deliver and then die before ``ack``. Deliver
 into an idempotent target (a store keyed by message id) and the effect is exactly once.
 
-A backend implements the eleven ``_`` methods below; validation, encoding and the
+A backend implements the eleven abstract ``_`` methods below (and ``_get`` for
+:meth:`Outbox.get`); validation, encoding and the
 public methods live here.
 """
 
@@ -530,6 +531,35 @@ class Outbox(ABC):
         kind, text = encode_message(message)
         return self._edit(job.id, kind, text)
 
+    def get(self, ident: object, namespace: Any = None) -> Job | None:
+        """The job of the message with id ``ident`` under ``namespace``, in any status
+        (``ready``, ``claimed``, ``done``, ``failed``); ``None`` when none was stored
+        there or it was purged. Reading leaves the job as it is.
+
+        An original that context editing replaced is stored under its handle, so
+        ``get(handle, namespace).message`` is that original (see :meth:`original`).
+        """
+        key = id_key(ident)
+        if key is None:
+            raise TypeError(f"ident must be a message id, got {ident!r}")
+        return self._get(check_namespace(namespace), key)
+
+    def original(self, handle: str, namespace: Any = None) -> str | None:
+        """The original text behind a context-editing handle (``ctx_...``), read from
+        this outbox: pending, delivered or dead-lettered, until :meth:`purge`.
+
+        ``namespace`` is the one the reduce ran under. ``None`` when nothing edited is
+        stored under ``handle`` there.
+        """
+        if not isinstance(handle, str) or not handle:
+            raise TypeError(f"handle must be a non-empty string, got {handle!r}")
+        from ..edit import original_text
+
+        job = self.get(handle, namespace)
+        if job is None or job.decode_error is not None:
+            return None
+        return original_text(job.message)
+
     def purge(self, older_than: float) -> int:
         """Delete ``done`` jobs acknowledged more than ``older_than`` seconds ago.
 
@@ -595,6 +625,10 @@ class Outbox(ABC):
     @abstractmethod
     def _purge(self, older_than: float) -> int:
         """Delete done jobs finished more than ``older_than`` seconds ago; count them."""
+
+    def _get(self, namespace: str, key: str) -> Job | None:
+        """The job stored under ``(namespace, key)`` in any status, or ``None``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot look a job up by key")
 
 
 def _job(value: object, name: str) -> Job:

@@ -135,6 +135,11 @@ SELECT id, namespace, msg_key, kind, payload, attempts, last_error
 FROM {t} WHERE status = 'failed' ORDER BY id LIMIT %s
 """
 
+_GET = """
+SELECT id, namespace, msg_key, kind, payload, attempts, status, last_error
+FROM {t} WHERE namespace = %s AND msg_key = %s
+"""
+
 _REVIVE = """
 UPDATE {t} SET status = 'ready', attempts = 0, due_at = now(), updated_at = now()
 WHERE status = 'failed' AND (%(all)s OR id = ANY(%(ids)s::bigint[]))
@@ -419,6 +424,15 @@ class PostgresOutbox(Outbox):
         query = self._sql(_DEAD)
         rows = self._run("read dead letters", lambda conn: conn.execute(query, (limit,)).fetchall())
         return [make_job(*row[:6], status=FAILED, last_error=row[6]) for row in rows]
+
+    def _get(self, namespace: str, key: str) -> Job | None:
+        query = self._sql(_GET)
+        row = self._run(
+            "look a job up", lambda conn: conn.execute(query, (namespace, key)).fetchone()
+        )
+        if row is None:
+            return None
+        return make_job(*row[:6], status=row[6], last_error=row[7])
 
     def _revive(self, ids: list[int] | None) -> int:
         params = {"all": ids is None, "ids": ids or []}

@@ -20,7 +20,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import OutboxError, UnstorableError
-from .base import FAILED, READY, Job, Outbox, Row, Status, check_seconds, make_job
+from .base import (
+    CLAIMED,
+    DONE,
+    FAILED,
+    READY,
+    Job,
+    Outbox,
+    Row,
+    Status,
+    check_seconds,
+    make_job,
+)
 
 try:
     import redis
@@ -210,6 +221,23 @@ end
 return n
 """
 
+_GET = """
+local id = redis.call('HGET', KEYS[2], ARGV[1])
+if not id then
+    return nil
+end
+local status = 'ready'
+if redis.call('ZSCORE', KEYS[10], id) then
+    status = 'claimed'
+elseif redis.call('ZSCORE', KEYS[11], id) then
+    status = 'failed'
+elseif redis.call('ZSCORE', KEYS[12], id) then
+    status = 'done'
+end
+return {id, redis.call('HGET', KEYS[5], id) or '0', redis.call('HGET', KEYS[3], id), status,
+    redis.call('HGET', KEYS[7], id) or ''}
+"""
+
 _PURGE = (
     _NOW
     + """
@@ -318,6 +346,7 @@ class RedisOutbox(Outbox):
         self._discard_script = register(_DISCARD)
         self._edit_script = register(_EDIT)
         self._purge_script = register(_PURGE)
+        self._get_script = register(_GET)
 
     def __repr__(self) -> str:
         return f"RedisOutbox(prefix={self.prefix!r})"
@@ -415,6 +444,15 @@ class RedisOutbox(Outbox):
             )
             for i in range(0, len(out), 4)
         ]
+
+    def _get(self, namespace: str, key: str) -> Job | None:
+        found = self._call("look a job up", self._get_script, [f"{namespace}\x00{key}"])
+        if found is None:
+            return None
+        job_id, attempts, blob, status, error = found
+        kind = _text(status)
+        assert kind in (READY, CLAIMED, DONE, FAILED)
+        return _job(job_id, attempts, blob, status=kind, last_error=_text(error) or None)
 
     def _revive(self, ids: list[int] | None) -> int:
         return int(self._call("revive dead letters", self._revive_script, ids or []))

@@ -328,6 +328,19 @@ class SQLiteOutbox(Outbox):
 
         return self._read("read dead letters", read)
 
+    def _get(self, namespace: str, key: str) -> Job | None:
+        def read(conn: sqlite3.Connection) -> Job | None:
+            row = conn.execute(
+                f"SELECT id, namespace, msg_key, kind, payload, attempts, status, last_error "
+                f"FROM {self.table} WHERE namespace = ? AND msg_key = ?",
+                (namespace, key),
+            ).fetchone()
+            if row is None:
+                return None
+            return make_job(*row[:6], status=row[6], last_error=row[7])
+
+        return self._read("look a job up", read)
+
     def _revive(self, ids: list[int] | None) -> int:
         now = time.time()
         query = (
