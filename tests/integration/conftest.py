@@ -1,5 +1,6 @@
-"""Shared pieces for the LangGraph integration tests: a scripted chat model that checks
-every context it receives, a real tool, delivery counting, and a PostgreSQL fixture."""
+"""Shared pieces for the LangGraph integration tests: the scripted LLM of the scenario
+tests (:class:`AgentModel`, which checks every request for every provider), a fixed
+script model, real tools, delivery counting, and a PostgreSQL fixture."""
 
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ from langgraph.store.base import BaseStore
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer import MessageReducer, ReducerConfig, validate_history
 from agentstate_reducer.langgraph import store_hook
+from agentstate_reducer.validate import PROVIDERS
 
 POSTGRES_URL_ENV = "AGENTSTATE_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -319,83 +321,12 @@ def kit() -> Kit:
     return Kit()
 
 
+# -- the scripted LLM: an agent that works through a plan per turn ------------------------
+
 #: Tool calls one turn needs, in order: ``(tool name, arguments)``.
 TurnPlan = list[tuple[str, dict[str, Any]]]
-_HANDLE = re.compile(r"^\[offloaded: [^\n]*?handle (ctx_[0-9a-f]+)")
-
-
-class ReactiveChatModel(BaseChatModel):
-    """Acts like an LLM working through a plan: one tool call at a time, then an answer.
-
-    On each call it reads the current turn (from the last human message, which names
-    the turn as ``"turn N: ..."``) and calls the first planned tool whose result it
-    cannot see in its context: a step that was pruned away is called again. A result
-    cleared to a placeholder counts as already fetched. An offloaded preview makes it
-    read the original back once with ``recall`` (the tool's name), from the handle the
-    preview names. When every step is visible it answers.
-    """
-
-    #: Per turn, the tool calls it needs.
-    plans: list[TurnPlan] = Field(default_factory=list)
-    #: Name of the tool reading an offloaded original back (``None``: never).
-    recall: str | None = None
-    #: Every context received, system messages included.
-    contexts: list[list[BaseMessage]] = Field(default_factory=list)
-    #: How often each ``(tool, arguments as JSON)`` was called.
-    calls: Counter[tuple[str, str]] = Field(default_factory=Counter)
-    replies: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "reactive-scripted"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ReactiveChatModel:  # type: ignore[override]
-        return self
-
-    def _next(self, messages: list[BaseMessage]) -> AIMessage:
-        self.replies += 1
-        human = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
-        turn = int(str(human.content).split(":")[0].split()[1])
-        issued: dict[str, tuple[str, str]] = {}
-        visible: set[tuple[str, str]] = set()
-        previews: list[str] = []
-        for m in messages:
-            if isinstance(m, AIMessage):
-                for call in m.tool_calls:
-                    args = json.dumps(call["args"], sort_keys=True)
-                    issued[str(call["id"])] = (call["name"], args)
-            elif isinstance(m, ToolMessage) and m.tool_call_id in issued:
-                visible.add(issued[m.tool_call_id])
-                found = _HANDLE.match(str(m.content))
-                if found:
-                    previews.append(found.group(1))
-        wanted = [(name, args) for name, args in self.plans[turn]]
-        if self.recall is not None:
-            wanted += [(self.recall, {"handle": h}) for h in previews]
-        for name, args in wanted:
-            key = (name, json.dumps(args, sort_keys=True))
-            if key not in visible:
-                self.calls[key] += 1
-                call = {"name": name, "args": args, "id": f"call-{self.replies}"}
-                return AIMessage(content="", tool_calls=[call], id=f"ai-{self.replies}")
-        return AIMessage(content=f"answer {turn}", id=f"ai-{self.replies}")
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        body = [m for m in messages if not isinstance(m, SystemMessage)]
-        assert_tool_pairs(body)
-        self.contexts.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=self._next(body))])
-
-
-@pytest.fixture
-def reactive_model() -> type[ReactiveChatModel]:
-    """The LLM-like scripted model class (see :class:`ReactiveChatModel`)."""
-    return ReactiveChatModel
-
-
-# -- an agent that works in turns of several steps ---------------------------------------
-
 TURN_QUESTION = "turn {turn}: please work through the steps"
+_HANDLE = re.compile(r"^\[offloaded: [^\n]*?handle (ctx_[0-9a-f]+)")
 
 
 def turn_question(turn: int) -> HumanMessage:
@@ -426,25 +357,17 @@ class ToolRuns:
         return step
 
 
-def _result_key(message: BaseMessage) -> str | None:
-    text = message.content if isinstance(message.content, str) else ""
-    if isinstance(message, ToolMessage) and text.startswith("result "):
-        return text[len("result ") :].split(":", 1)[0]
-    return None
-
-
 @dataclass
 class RequestCheck:
-    """Every request a model got, checked with ``validate_history`` for each provider."""
+    """Every request a model got, checked with ``validate_history`` for every provider
+    the package validates (``PROVIDERS``: a provider added there is checked here too)."""
 
-    providers: tuple[str, ...] = ("openai", "anthropic")
+    providers: tuple[str, ...] = PROVIDERS
     requests: int = 0
     invalid: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
 
     def __call__(self, messages: Sequence[BaseMessage]) -> None:
-        from agentstate_reducer import validate_history
-
         self.requests += 1
         for provider in self.providers:
             problems = validate_history(list(messages), provider=provider)
@@ -454,57 +377,101 @@ class RequestCheck:
                     self.examples.append(f"{provider}: {problems[0]}")
 
 
-class TurnModel(GenericFakeChatModel):
-    """Acts like an LLM working through ``steps`` tool calls per turn.
+def _call_key(name: str, args: Any) -> tuple[str, str]:
+    return name, json.dumps(args, sort_keys=True)
 
-    It reads the question of its turn from the latest human message and calls the
-    ``step`` tool for each step in order; a step whose result it cannot see in its
-    context is called again (``chain=False``: it needs every result of the turn, so it
-    goes back to the first missing one; ``chain=True``: it goes on from the latest result
-    it sees, as an autonomous agent would). When it has what it needs it answers.
+
+class AgentModel(BaseChatModel):
+    """Acts like an LLM working through a plan per turn: one tool call at a time, then
+    an answer. The one scripted model of the scenario tests.
+
+    Each call reads its turn from the latest human message ``"turn N: ..."`` (with none
+    left in its context it says it lost the question, counted in ``lost_question``).
+    The turn's plan is ``plans[N]``, or without plans ``steps`` calls of the ``step``
+    tool (:class:`ToolRuns`) with query ``"N.k"``. A planned call counts as done when a
+    result of it is in the context, a cleared placeholder included (already fetched)
+    but not an error result (a synthetic one for an abandoned call). It calls the first
+    planned call not done (``chain=True``: the one after the latest done, as an
+    autonomous agent goes on), so a step pruned away is called again. An offloaded
+    preview in its context makes it read the original back once with the ``recall``
+    tool, from the handle the preview names. With everything done it answers
+    ``"answer N: ..."`` (id ``answer-N``).
+
+    Every request is checked first: each call directly followed by its results
+    (``pairs``), and :class:`RequestCheck` (``check``) for every provider.
     """
 
+    #: Per turn, the tool calls it needs (``None``: ``steps`` calls of ``step``).
+    plans: list[TurnPlan] | None = None
     steps: int = 3
     chain: bool = False
-    check: Any = None
+    #: Name of the tool reading an offloaded original back (``None``: never).
+    recall: str | None = None
+    pairs: bool = True
+    check: Any = Field(default_factory=RequestCheck)
     #: Every context received, system messages included.
     contexts: list[list[BaseMessage]] = Field(default_factory=list)
-    calls: int = 0
+    #: How often each ``(tool, arguments as JSON)`` was called.
+    calls: Counter[tuple[str, str]] = Field(default_factory=Counter)
+    replies: int = 0
     lost_question: int = 0
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> TurnModel:  # type: ignore[override]
+    @property
+    def _llm_type(self) -> str:
+        return "agent-scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> AgentModel:  # type: ignore[override]
         return self
 
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        from langchain_core.outputs import ChatGeneration, ChatResult
+    def plan(self, turn: int) -> TurnPlan:
+        if self.plans is not None:
+            return self.plans[turn]
+        return [("step", {"query": f"{turn}.{k}"}) for k in range(self.steps)]
 
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         self.contexts.append(list(messages))
-        if self.check is not None:
-            self.check(messages)
-        self.calls += 1
+        self.check(messages)
+        if self.pairs:
+            assert_tool_pairs([m for m in messages if not isinstance(m, SystemMessage)])
+        self.replies += 1
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
     def _reply(self, messages: list[BaseMessage]) -> AIMessage:
         asked = [
-            i
-            for i, m in enumerate(messages)
+            m.content
+            for m in messages
             if isinstance(m, HumanMessage) and isinstance(m.content, str)
             and m.content.startswith("turn ")
         ]
         if not asked:
             self.lost_question += 1
-            return AIMessage(content="I lost the question.", id=f"lost-{self.calls}")
-        text = messages[asked[-1]].content
-        assert isinstance(text, str)
-        turn = int(text.split()[1].rstrip(":"))
-        seen = {_result_key(m) for m in messages[asked[-1] :]} - {None}
-        done = [s for s in range(self.steps) if f"{turn}.{s}" in seen]
+            return AIMessage(content="I lost the question.", id=f"lost-{self.replies}")
+        turn = int(asked[-1].split()[1].rstrip(":"))
+        issued: dict[str, tuple[str, str]] = {}
+        done: set[tuple[str, str]] = set()
+        previews: list[str] = []
+        for m in messages:
+            if isinstance(m, AIMessage):
+                for call in m.tool_calls:
+                    issued[str(call["id"])] = _call_key(call["name"], call["args"])
+            elif isinstance(m, ToolMessage) and m.tool_call_id in issued and m.status != "error":
+                done.add(issued[m.tool_call_id])
+                found = _HANDLE.match(str(m.content))
+                if found:
+                    previews.append(found.group(1))
+        plan = self.plan(turn)
+        finished = [k for k, (name, args) in enumerate(plan) if _call_key(name, args) in done]
         if self.chain:
-            nxt = max(done) + 1 if done else 0
+            todo = list(range(max(finished) + 1 if finished else 0, len(plan)))
         else:
-            nxt = next((s for s in range(self.steps) if f"{turn}.{s}" not in seen), self.steps)
-        if nxt < self.steps:
-            call = {"name": "step", "args": {"query": f"{turn}.{nxt}"},
-                    "id": f"call-{turn}-{nxt}-{self.calls}"}
-            return AIMessage(content="", tool_calls=[call], id=f"ai-{turn}-{nxt}-{self.calls}")
-        return AIMessage(content=f"answer {turn}: all {self.steps} steps done", id=f"answer-{turn}")
+            todo = [k for k in range(len(plan)) if k not in finished]
+        wanted = [plan[k] for k in todo]
+        if self.recall is not None:
+            wanted += [(self.recall, {"handle": h}) for h in previews]
+        for name, args in wanted:
+            key = _call_key(name, args)
+            if key not in done:
+                self.calls[key] += 1
+                call = {"name": name, "args": args, "id": f"call-{turn}-{self.replies}"}
+                return AIMessage(content="", tool_calls=[call], id=f"ai-{turn}-{self.replies}")
+        return AIMessage(content=f"answer {turn}: all {len(plan)} steps done", id=f"answer-{turn}")

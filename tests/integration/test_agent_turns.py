@@ -2,9 +2,9 @@
 
 Real ``create_agent`` + ``ReducingMiddleware``, a ``StateGraph`` + ``ToolNode`` merged by
 ``reducing_add_messages``, and ``ReducingSaver`` over a real ``SqliteSaver``, each driven
-for 30+ turns by :class:`~conftest.TurnModel`, which calls a tool again whenever it cannot
+for 30+ turns by :class:`~conftest.AgentModel`, which calls a tool again whenever it cannot
 see the result. Every request the model gets is checked with ``validate_history`` for
-OpenAI and Anthropic (the recipe configuration, :func:`agent_config`). Each scenario
+every provider (the recipe configuration, :func:`agent_config`). Each scenario
 prints its figures: turns, requests checked, invalid requests, tool runs against runs
 needed.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import RequestCheck, ToolRuns, TurnModel, message_graph, turn_question
+from conftest import AgentModel, RequestCheck, ToolRuns, message_graph, turn_question
 from langchain.agents import create_agent
 from langchain_core.messages import SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -65,7 +65,7 @@ SCENARIOS = [
 ]
 
 
-def build(scenario: Scenario, model: TurnModel, runs: ToolRuns, connection: Any) -> Any:
+def build(scenario: Scenario, model: AgentModel, runs: ToolRuns, connection: Any) -> Any:
     reducer = MessageReducer(config=scenario.config)
     tools = [runs.tool()]
     if scenario.approach == "middleware":
@@ -93,7 +93,7 @@ def test_every_turn_finishes_with_each_tool_run_once(
     caplog.set_level(logging.WARNING, logger="agentstate_reducer")
     runs = ToolRuns(words=scenario.words)
     check = RequestCheck()
-    model = TurnModel(messages=iter([]), steps=scenario.steps, check=check)
+    model = AgentModel(steps=scenario.steps, check=check)
     connection = sqlite3.connect(":memory:", check_same_thread=False)
     graph = build(scenario, model, runs, connection)
     config = {"configurable": {"thread_id": "t-1"}, "recursion_limit": 4 * scenario.steps + 10}
@@ -124,7 +124,7 @@ def test_a_turn_of_a_hundred_steps_stays_within_max_tokens_plus_one_step() -> No
     reducer = MessageReducer(config=config)
     runs = ToolRuns(words=60)
     check = RequestCheck()
-    model = TurnModel(messages=iter([]), steps=steps, chain=True, check=check)
+    model = AgentModel(steps=steps, chain=True, check=check)
     agent = create_agent(
         model, [runs.tool()], system_prompt=SYSTEM, middleware=[ReducingMiddleware(reducer)],
         checkpointer=InMemorySaver(),
@@ -155,7 +155,8 @@ def test_abandoned_interrupts_are_repaired_and_resumed_ones_untouched(repair: bo
     config = agent_config(min_messages=4, max_messages=8, repair_dangling_calls=repair)
     runs = ToolRuns(interrupt=True)
     check = RequestCheck()
-    model = TurnModel(messages=iter([]), steps=1, check=check)
+    # Without the repair a request holds the abandoned call: checked, not refused.
+    model = AgentModel(steps=1, check=check, pairs=repair)
     agent = create_agent(
         model, [runs.tool()], system_prompt=SYSTEM,
         middleware=[ReducingMiddleware(MessageReducer(config=config))],
