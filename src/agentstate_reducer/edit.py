@@ -54,6 +54,7 @@ __all__ = (
     "CLEARED",
     "CLEARED_INPUT",
     "OFFLOADED",
+    "AppendRule",
     "ClearToolResults",
     "ContextEdit",
     "EditOutcome",
@@ -304,7 +305,10 @@ def _text_size(message: Any) -> int:
     """At least the UTF-8 bytes (so the characters) of any part's text in ``message``,
     found without reading its parts: every editable text lives in its content, and a
     ``repr`` holds every string in it whole."""
-    content = editable_body(message)
+    if type(message) is dict and message.get("role") is not None and "parts" not in message:
+        content = message.get("content")  # the common dict, read as editable_body does
+    else:
+        content = editable_body(message)
     if content is None:
         return 0
     if isinstance(content, str):
@@ -663,41 +667,49 @@ def edit_messages(
     return EditOutcome(editor.messages, editor.final_counts(), edits)
 
 
-def leaves_append(
-    config: ReducerConfig,
-    size: int,
-    tokens: int | None,
-    new: Sequence[Any] = (),
-    new_counts: Sequence[int] | None = None,
-    count: Callable[[Any], int] | None = None,
-) -> bool:
-    """Whether editing ``history + new`` (``size`` messages, ``tokens`` in token mode)
-    surely changes nothing, for a ``history`` that editing leaves as it is and that the
-    plan leaves whole: the clear trigger does not fire and no new message could be
-    offloaded. ``False`` means only :func:`edit_messages` can tell."""
-    for option in config.context_edits:
-        if isinstance(option, ClearToolResults):
-            if option.trigger_tokens is None and option.trigger_messages is None:
-                continue  # the reducer's threshold: the plan's append rule checks it
-            if option.trigger_messages is not None and size > option.trigger_messages:
+class AppendRule:
+    """Whether editing ``history + new`` surely changes nothing, for a ``history`` that
+    editing leaves as it is and that the plan leaves whole: the clear trigger does not
+    fire and no new message could be offloaded. ``False`` means only
+    :func:`edit_messages` can tell. Built once per reducer (it runs on every append)."""
+
+    def __init__(self, config: ReducerConfig) -> None:
+        clear = next((o for o in config.context_edits if isinstance(o, ClearToolResults)), None)
+        offload = next((o for o in config.context_edits if isinstance(o, Offload)), None)
+        # The reducer's own threshold as trigger: the plan's append rule checks it.
+        self._trigger_tokens = None if clear is None else clear.trigger_tokens
+        self._trigger_messages = None if clear is None else clear.trigger_messages
+        self._above = None if offload is None else offload.above
+
+    def __call__(
+        self,
+        size: int,
+        tokens: int | None,
+        new: Sequence[Any] = (),
+        new_counts: Sequence[int] | None = None,
+        count: Callable[[Any], int] | None = None,
+    ) -> bool:
+        """``size`` messages and ``tokens`` (token mode) of the whole, ``new`` at its end."""
+        if self._trigger_messages is not None and size > self._trigger_messages:
+            return False
+        limit = self._trigger_tokens
+        if limit is not None and (tokens is None or tokens > limit):
+            return False
+        above = self._above
+        if above is None:
+            return True
+        for k, message in enumerate(new):
+            if _text_size(message) <= above:
+                continue
+            if new_counts is not None:
+                found = new_counts[k]
+            elif count is not None:
+                found = count(message)
+            else:
                 return False
-            if option.trigger_tokens is not None and (
-                tokens is None or tokens > option.trigger_tokens
-            ):
+            if found > above:
                 return False
-        else:
-            for k, message in enumerate(new):
-                if _text_size(message) <= option.above:
-                    continue
-                if new_counts is not None:
-                    tokens_k = new_counts[k]
-                elif count is not None:
-                    tokens_k = count(message)
-                else:
-                    return False
-                if tokens_k > option.above:
-                    return False
-    return True
+        return True
 
 
 def _count_mode_stop(views: Sequence[MessageView], config: ReducerConfig) -> int:

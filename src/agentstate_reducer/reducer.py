@@ -22,7 +22,7 @@ from .config import (
     SummaryFactory,
     TokenCounterLike,
 )
-from .edit import ContextEdit, EditOption, edit_messages, leaves_append
+from .edit import AppendRule, ContextEdit, EditOption, edit_messages
 from .errors import ConfigError, MessageFormatError, OutboxError
 from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
 from .messages import (
@@ -360,6 +360,7 @@ class MessageReducer:
         #: ``list``: ``(existing, chain)`` that ``as_langgraph_reducer()`` just matched.
         self._checked = threading.local()
         self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
+        self._edits_append = AppendRule(config) if config.context_edits else None
         # reduce() runs on every state update: find async callables once, not per call.
         named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(config.on_prune)]
         self._async_callable = next(
@@ -692,8 +693,9 @@ class MessageReducer:
         if got is None:
             return None
         plan, settled = got
-        if self.config.context_edits and not leaves_append(
-            self.config, settled.size, settled.tokens, new, new_counts, self._count_one
+        rule = self._edits_append
+        if rule is not None and not rule(
+            settled.size, settled.tokens, new, new_counts, self._count_one
         ):
             return None
         ids = chain.ids
@@ -777,10 +779,11 @@ class MessageReducer:
             else:
                 views = read_messages(history)
         settled = settle(views, chain.snapshot, self.config, counts)
-        if settled is not None and self.config.context_edits:
+        rule = self._edits_append
+        if settled is not None and rule is not None:
             # The append rule holds only for a history that editing leaves as it is.
             history = chain.snapshot[: chain.size]
-            if not leaves_append(self.config, settled.size, settled.tokens) or edit_messages(
+            if not rule(settled.size, settled.tokens) or edit_messages(
                 history, views, counts, self.config, self._count_one
             ).edits:
                 return None
