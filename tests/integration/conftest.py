@@ -357,10 +357,48 @@ class ToolRuns:
         return step
 
 
+def as_gemini_contents(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The ``contents`` of the Gemini request a LangChain chat model builds from
+    ``messages``: system messages go to the system instruction, a human message is a
+    user content, an ai message a model content (its text, then one ``functionCall`` part
+    per call), and the results of a call turn one user content of ``functionResponse``
+    parts, in order."""
+    contents: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            continue
+        if isinstance(m, ToolMessage):
+            part = {
+                "functionResponse": {
+                    "name": names.get(m.tool_call_id, m.name or ""),
+                    "response": {"output": m.text},
+                }
+            }
+            last = contents[-1] if contents else None
+            if last and last["role"] == "user" and "functionResponse" in last["parts"][-1]:
+                last["parts"].append(part)
+            else:
+                contents.append({"role": "user", "parts": [part]})
+            continue
+        parts: list[dict[str, Any]] = [{"text": m.text}] if m.text else []
+        if isinstance(m, AIMessage):
+            for call in m.tool_calls:
+                names[str(call["id"])] = call["name"]
+                parts.append({"functionCall": {"name": call["name"], "args": call["args"]}})
+        contents.append({"role": "model" if isinstance(m, AIMessage) else "user", "parts": parts})
+    return contents
+
+
+#: How a provider whose validator reads its own wire shape gets LangChain messages.
+_WIRE: dict[str, Callable[[Sequence[BaseMessage]], list[Any]]] = {"gemini": as_gemini_contents}
+
+
 @dataclass
 class RequestCheck:
     """Every request a model got, checked with ``validate_history`` for every provider
-    the package validates (``PROVIDERS``: a provider added there is checked here too)."""
+    the package validates (``PROVIDERS``: a provider added there is checked here too),
+    as that provider's client would send it (Gemini: :func:`as_gemini_contents`)."""
 
     providers: tuple[str, ...] = PROVIDERS
     requests: int = 0
@@ -370,7 +408,9 @@ class RequestCheck:
     def __call__(self, messages: Sequence[BaseMessage]) -> None:
         self.requests += 1
         for provider in self.providers:
-            problems = validate_history(list(messages), provider=provider)
+            wire = _WIRE.get(provider)
+            sent = wire(messages) if wire is not None else list(messages)
+            problems = validate_history(sent, provider=provider)
             if problems:
                 self.invalid[provider] += 1
                 if len(self.examples) < 3:
