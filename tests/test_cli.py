@@ -292,7 +292,7 @@ def test_explain_start_on_human() -> None:
     assert rows["8"][2:4] == ["kept", "recent tail"]  # the question of the turn cut into
     assert "over: 7 messages kept, over the budget of 8" not in text
     default = ok("reduce", str(FIXTURES / "anthropic_request.json"), *SMALL, "--explain")
-    assert "start_on human: the default for an Anthropic or Gemini request" in default
+    assert "start_on human: the default for an Anthropic, Gemini or Bedrock request" in default
     assert explain_rows(default) == rows
 
 

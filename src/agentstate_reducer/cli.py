@@ -2,8 +2,8 @@
 
 Reads a transcript in the shapes people keep (a JSON list of messages, an object
 with ``"messages"``, JSONL, an OpenAI chat-completions or Anthropic Messages request,
-a Gemini ``generateContent`` request, LangChain-serialised messages), runs the reducer
-over it and writes the survivors back in the shape it read.
+a Gemini ``generateContent`` or Bedrock Converse request, LangChain-serialised
+messages), runs the reducer over it and writes the survivors back in the shape it read.
 
 Exit status: 0 done, 1 the input could not be read or the output not written,
 2 bad options, 3 the output breaks its provider's rules (written all the same).
@@ -77,7 +77,7 @@ class Transcript:
 
     #: Where it came from, for messages (``<stdin>`` for ``-``).
     source: str
-    #: ``list``, ``jsonl``, ``object``, ``openai``, ``anthropic`` or ``gemini``.
+    #: ``list``, ``jsonl``, ``object``, ``openai``, ``anthropic``, ``gemini`` or ``bedrock``.
     shape: str
     #: A phrase naming the detected shape, for people.
     label: str
@@ -99,10 +99,13 @@ class Transcript:
     @property
     def provider(self) -> str:
         """Whose rules the conversation is checked against by default."""
-        if self.shape in ("anthropic", "gemini"):
+        if self.shape in ("anthropic", "gemini", "bedrock"):
             return self.shape
-        if self.messages and all(native_provider(m) == "gemini" for m in self.messages):
+        natives = {native_provider(m) for m in self.messages}
+        if natives == {"gemini"}:
             return "gemini"
+        if "bedrock" in natives:
+            return "bedrock"
         return "openai"
 
     def label_of(self, index: int) -> str:
@@ -195,6 +198,26 @@ def _has_anthropic_blocks(messages: list[Any]) -> bool:
     return False
 
 
+#: Top-level keys of a Converse request that no other request has.
+_CONVERSE_KEYS = frozenset(
+    {"modelId", "inferenceConfig", "toolConfig", "guardrailConfig",
+     "additionalModelRequestFields", "promptVariables"}
+)
+
+
+def _is_converse(document: dict[str, Any], messages: list[Any]) -> bool:
+    """A Converse request: its keys, a message of Converse blocks, or a ``system`` list of
+    blocks without ``type`` (Anthropic's are a string or typed blocks)."""
+    if not _CONVERSE_KEYS.isdisjoint(document):
+        return True
+    system = document.get("system")
+    if isinstance(system, list) and system and all(
+        isinstance(b, dict) and "type" not in b for b in system
+    ):
+        return True
+    return any(native_provider(m) == "bedrock" for m in messages)
+
+
 def _indent_of(text: str) -> str | None:
     match = re.search(r"\n([ \t]+)\S", text)
     return match.group(1) if match else None
@@ -207,6 +230,17 @@ def _from_object(source: str, document: dict[str, Any], indent: str | None) -> T
             f'{source}: "messages" must be a list of messages, got {messages!r:.60}; {_EXPECTED}'
         )
     style = _style(messages)
+    if _is_converse(document, messages):
+        system = None
+        if "system" in document:
+            system = {"role": "system", "content": document["system"]}
+        label = "Bedrock Converse request"
+        if system is not None:
+            label += " (top-level system planned as the first message)"
+        return Transcript(
+            source, "bedrock", label, ([system] if system else []) + messages,
+            document, system, indent,
+        )
     if "system" in document or _has_anthropic_blocks(messages):
         system = None
         if "system" in document:
@@ -489,7 +523,7 @@ def _describe_config(
     line = f"{text} ({', '.join(flags)})"
     if start_on_default:
         line += (
-            "\nstart_on human: the default for an Anthropic or Gemini request, whose "
+            "\nstart_on human: the default for an Anthropic, Gemini or Bedrock request, whose "
             "conversation must open with a user message (--start-on none turns it off)"
         )
     return line
@@ -626,12 +660,14 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
     transcript = load(args.file)
     # Anthropic rejects a conversation opening with the assistant: start on a human
     # message unless told otherwise.
-    start_on_default = args.start_on is None and (args.provider or transcript.provider) in (
-        "anthropic",
-        "gemini",
-    )
+    provider = args.provider or transcript.provider
+    start_on_default = args.start_on is None and provider in ("anthropic", "gemini", "bedrock")
     if start_on_default:
         config = dataclasses.replace(config, start_on=HUMAN)
+    if provider == "bedrock" and transcript.messages and transcript.system is None:
+        # Converse wants strict alternation: a kept first question and the question the
+        # kept tail starts with would be two user messages in a row.
+        config = dataclasses.replace(config, preserve_first=False)
     reducer = MessageReducer(config=config)
     planned = (
         _repaired(transcript)
@@ -742,7 +778,8 @@ def _describe_trim(args: argparse.Namespace) -> str:
         flags.append(f"start_on {'/'.join(args.start_on)}")
         if getattr(args, "start_on_default", False):
             flags[-1] += (
-                " (the default for an Anthropic or Gemini request; --start-on none turns it off)"
+                " (the default for an Anthropic, Gemini or Bedrock request; --start-on none "
+                "turns it off)"
             )
     if args.end_on:
         flags.append(f"end_on {'/'.join(args.end_on)}")
@@ -760,7 +797,9 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         # trim_messages refuses include_system with "first", which keeps the start anyway.
         args.include_system = args.strategy == "last"
     transcript = load(args.file)
-    if args.start_on is None and (args.provider or transcript.provider) in ("anthropic", "gemini"):
+    if args.start_on is None and (args.provider or transcript.provider) in (
+        "anthropic", "gemini", "bedrock",
+    ):
         if args.strategy == "last":
             args.start_on = [HUMAN]
             args.start_on_default = True
@@ -911,8 +950,9 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
         prog=prog or "agentstate-reducer",
         description=(
             "Bound an agent's message history without breaking tool-call pairs. Reads a JSON "
-            'list of messages, {"messages": [...]}, JSONL, an OpenAI, Anthropic or Gemini request, '
-            "or LangChain-serialised messages, and writes the result in the same shape."
+            'list of messages, {"messages": [...]}, JSONL, an OpenAI, Anthropic, Gemini or Bedrock '
+            "Converse request, or LangChain-serialised messages, and writes the result in the "
+            "same shape."
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -950,8 +990,8 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                             "on) a synthetic result; pending calls are never touched")
     rules.add_argument("--start-on", type=_human_role, metavar="ROLE",
                        help="human (or an alias such as user): the kept tail starts on a human "
-                            "message (the default for an Anthropic or Gemini request); none: "
-                            "wherever the window ends")
+                            "message (the default for an Anthropic, Gemini or Bedrock request); "
+                            "none: wherever the window ends")
     _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
                         "messages (with --out, the file is written too)")
     reduce.set_defaults(run=_cmd_reduce)
@@ -983,7 +1023,7 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     how.add_argument("--start-on", action="append", type=_role, metavar="ROLE",
                      help="with --strategy last, drop leading messages until one of this role "
                           "(human, ai, tool, system; may be repeated; default: human for an "
-                          "Anthropic or Gemini request, none: no such rule)")
+                          "Anthropic, Gemini or Bedrock request, none: no such rule)")
     how.add_argument("--end-on", action="append", type=_role, metavar="ROLE",
                      help="drop trailing messages until one of this role (may be repeated)")
     how.add_argument("--allow-partial", action="store_true",
@@ -1035,7 +1075,7 @@ def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:
                         help=f"with --explain, a row for every message (default: above "
                              f"{_EXPLAIN_ROWS} messages, the first {_HEAD}, the last {_TAIL} "
                              "and a count of the others)")
-    output.add_argument("--provider", choices=("openai", "anthropic", "gemini"),
+    output.add_argument("--provider", choices=("openai", "anthropic", "gemini", "bedrock"),
                         help="whose API rules to check the input and output against "
                              "(default: the request's own provider, else openai)")
 

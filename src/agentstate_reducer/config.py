@@ -271,17 +271,30 @@ class ReducerResult:
     repaired: list[Any] = field(default_factory=list)
 
 
-def agent_config(**options: Any) -> ReducerConfig:
+def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfig:
     """The configuration for agents: requests stay valid for OpenAI, Anthropic and Gemini.
 
     ``start_on="human"`` (Anthropic and Gemini want a user message first) and
     ``repair_dangling_calls=True`` (a call abandoned by a new user message gets a
     synthetic result), on top of the defaults; any option may be given or overridden.
+    ``provider="bedrock"`` also turns ``preserve_first`` off: Converse wants user and
+    assistant messages to alternate strictly, so a kept first question followed by the
+    question the kept tail starts with would be two user messages in a row (Bedrock keeps
+    the system prompt in the request's ``system``, not among the messages).
 
     Example:
         >>> agent_config(min_messages=4, max_messages=8).start_on
         'human'
+        >>> agent_config(provider="bedrock").preserve_first
+        False
     """
     settings: dict[str, Any] = {"start_on": "human", "repair_dangling_calls": True}
+    if provider == "bedrock":
+        settings["preserve_first"] = False
+    elif provider not in (None, "openai", "anthropic", "gemini", "openai-responses"):
+        raise ConfigError(
+            f"agent_config: provider must be 'openai', 'anthropic', 'gemini', "
+            f"'openai-responses' or 'bedrock', got {provider!r}"
+        )
     settings.update(options)
     return ReducerConfig(**settings)

@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from . import _shape_bedrock as _bedrock
 from . import _shape_gemini as _gemini
 from . import _shape_pydantic_ai as _pydantic_ai
 from .errors import MessageFormatError
@@ -261,6 +262,8 @@ def _view(fields: Any, role: str, ident: str | None) -> MessageView:
         found = list(_call_ids(_get(fields, "tool_calls")))
         found.extend(_call_ids(_get(fields, "invalid_tool_calls")))
         if isinstance(content, (list, tuple)):
+            if _bedrock.is_message(content):
+                return MessageView(role, ident, _bedrock.links(content)[0], ())
             found.extend(_block_ids(content, _CLIENT_CALL_BLOCKS, "id"))
         if not found and not isinstance(fields, Mapping):
             # LangChain objects built from raw provider output keep calls here.
@@ -276,6 +279,8 @@ def _view(fields: Any, role: str, ident: str | None) -> MessageView:
     elif role == HUMAN:
         content = _get(fields, "content")
         if isinstance(content, list):
+            if _bedrock.is_message(content):
+                return MessageView(role, ident, (), _bedrock.links(content)[1])
             answers = _dedupe(_block_ids(content, _RESULT_BLOCKS, "tool_use_id"))
     return MessageView(role, ident, calls, answers)
 
@@ -545,6 +550,9 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
     fields: Any = _payload(message)[0] if mapping else message  # type: ignore[arg-type]
     if mapping and _gemini.is_content(fields):
         return _gemini_parts(view, fields["parts"])
+    content = _get(fields, "content")
+    if _bedrock.is_message(content):
+        return _bedrock_parts(view, content)
     parts = _PartsBuilder()
     _field_calls(fields, parts)
     parts.content(_get(fields, "content"))
@@ -568,6 +576,20 @@ def _pydantic_ai_parts(role: str, billed: _pydantic_ai.Billed) -> MessageParts:
     return MessageParts(
         role, None, tuple(texts), _unique_calls(parts.calls), None, billed.media,
         tuple(billed.results),
+    )
+
+
+def _bedrock_parts(view: MessageView, content: list[Any]) -> MessageParts:
+    texts, calls, values, media, _ = _bedrock.billed(content)
+    texts.extend(_json(v) for v in values)
+    return MessageParts(
+        role=view.role,
+        name=None,
+        texts=tuple(texts),
+        tool_calls=tuple((name, _json(args)) for name, args in calls),
+        tool_call_id=None,
+        media=media,
+        tool_result_ids=view.answers,
     )
 
 
@@ -798,9 +820,15 @@ def message_content(message: object) -> Any:
 
 def native_provider(message: object) -> str | None:
     """The provider whose own message shape ``message`` is in, when only one API takes it:
-    ``"gemini"`` for a Gemini content; ``None`` for shapes several APIs share."""
-    if isinstance(message, Mapping) and _gemini.is_content(message):
-        return "gemini"
+    ``"gemini"`` for a Gemini content, ``"bedrock"`` for a Converse message (blocks with
+    no ``type``: ``toolUse``, ``toolResult``, ``reasoningContent``, media); ``None`` for
+    shapes several APIs share (a Converse message of text blocks only among them)."""
+    if isinstance(message, Mapping):
+        fields = _payload(message)[0]
+        if _gemini.is_content(fields):
+            return "gemini"
+        if _bedrock.is_message(fields.get("content")):
+            return "bedrock"
     return None
 
 
@@ -892,6 +920,17 @@ _GEMINI_KINDS = {
 }
 
 
+_BEDROCK_KINDS = {
+    _bedrock.TEXT: TEXT_PART,
+    "blank": BLANK_PART,
+    _bedrock.REASONING: REASONING_PART,
+    _bedrock.CALL: TOOL_USE_PART,
+    _bedrock.RESULT: TOOL_RESULT_PART,
+    _bedrock.MEDIA: MEDIA_PART,
+    _bedrock.OTHER: OTHER_PART,
+}
+
+
 def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
     """The kind of each part of a message's content, in order.
 
@@ -909,6 +948,8 @@ def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
     content = message_content(message)
     if content is None:
         return ()
+    if _bedrock.is_message(content):
+        return tuple(_BEDROCK_KINDS[k] for k in _bedrock.kinds(content))
     if isinstance(content, str):
         return (TEXT_PART,) if content.strip() else ()
     if isinstance(content, Mapping):
@@ -1067,6 +1108,8 @@ def editable_parts(message: object, index: int = 0) -> tuple[EditablePart, ...]:
         return tuple(EditablePart(*part) for part in _gemini.editable(fields["parts"]))
     out: list[EditablePart] = []
     content = _get(fields, "content")
+    if _bedrock.is_message(content):
+        return tuple(EditablePart(*part) for part in _bedrock.editable(content))
     if view.role == TOOL:
         name = _get(fields, "name")
         call = view.answers[0] if view.answers else None
@@ -1125,6 +1168,8 @@ def with_parts(
     fields: Any = _payload(copied)[0] if mapping else copied
     if mapping and _gemini.is_content(fields):
         values = {path: _gemini.stored(path, value) for path, value in values.items()}
+    elif _bedrock.is_message(_get(fields, "content")):
+        values = {path: _bedrock.stored(path, value) for path, value in values.items()}
     for path, value in values.items():
         top = path[0]
         if len(path) > 1:
@@ -1165,6 +1210,9 @@ def part_text(value: object) -> str:
         return value
     if isinstance(value, Mapping) and "type" not in value and "text" not in value:
         return _json(value)  # a JSON object (a Gemini function response)
+    found = _bedrock.result_text(value)
+    if found is not None:
+        return found
     parts = _PartsBuilder()
     parts.content(value)
     return "\n".join(parts.texts)
@@ -1228,8 +1276,8 @@ def synthetic_results(
             return _pydantic_ai.synthetic_results(issuer, call_ids, content, lambda: openai)
         return openai
     fields, _ = _payload(issuer)
-    if _gemini.is_content(fields):
-        found = _gemini.synthetic(fields, call_ids, content)
+    for shape in (_gemini, _bedrock):
+        found = shape.synthetic(fields, call_ids, content)
         if found is not None:
             return [found]
     with_id = fields.get("id") is not None

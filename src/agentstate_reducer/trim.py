@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar, Union
 from .errors import ConfigError
 from .messages import (
     BLANK_PART,
+    REASONING_PART,
     SYSTEM,
     MessageView,
     content_kinds,
@@ -268,11 +269,14 @@ def _partial(
     examples show (``langchain_core`` keeps trailing blocks for ``"last"``); when not
     even one fits and the first (``keep_end``: last) block is text, or the content is a
     string, it keeps leading (``keep_end``: trailing) pieces of that text as string
-    content.
+    content. Content with a reasoning block (Anthropic ``thinking``, a Converse
+    ``reasoningContent``, ...) is never cut: the reasoning stays with what it precedes.
     """
     content = message_content(message)
     text: str | None = None
     if isinstance(content, list) and content:
+        if REASONING_PART in content_kinds(message):
+            return None  # reasoning goes with the calls and text it precedes: whole or not at all
         blocks = list(content)
 
         def with_blocks(j: int) -> M:
