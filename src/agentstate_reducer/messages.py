@@ -17,7 +17,7 @@ import copy
 import dataclasses
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from . import _shape_bedrock as _bedrock
 from . import _shape_gemini as _gemini
@@ -254,6 +254,18 @@ def _shape_view(fields: Mapping[str, Any], role: str, ident: str | None) -> Mess
     return MessageView(role, ident, (), ())
 
 
+def _converse(content: object) -> TypeGuard[list[Any]]:
+    """Whether ``content`` is a list of Converse blocks, asked only when the first block is
+    a dict without ``type`` (typed blocks never are)."""
+    return (
+        type(content) is list
+        and bool(content)
+        and type(content[0]) is dict
+        and "type" not in content[0]
+        and _bedrock.is_message(content)
+    )
+
+
 def _view(fields: Any, role: str, ident: str | None) -> MessageView:
     calls: tuple[str, ...] = ()
     answers: tuple[str, ...] = ()
@@ -262,7 +274,8 @@ def _view(fields: Any, role: str, ident: str | None) -> MessageView:
         found = list(_call_ids(_get(fields, "tool_calls")))
         found.extend(_call_ids(_get(fields, "invalid_tool_calls")))
         if isinstance(content, (list, tuple)):
-            if _bedrock.is_message(content):
+            first = content[0] if content else None
+            if type(first) is dict and "type" not in first and _bedrock.is_message(content):
                 return MessageView(role, ident, _bedrock.links(content)[0], ())
             found.extend(_block_ids(content, _CLIENT_CALL_BLOCKS, "id"))
         if not found and not isinstance(fields, Mapping):
@@ -279,7 +292,8 @@ def _view(fields: Any, role: str, ident: str | None) -> MessageView:
     elif role == HUMAN:
         content = _get(fields, "content")
         if isinstance(content, list):
-            if _bedrock.is_message(content):
+            first = content[0] if content else None
+            if type(first) is dict and "type" not in first and _bedrock.is_message(content):
                 return MessageView(role, ident, (), _bedrock.links(content)[1])
             answers = _dedupe(_block_ids(content, _RESULT_BLOCKS, "tool_use_id"))
     return MessageView(role, ident, calls, answers)
@@ -551,11 +565,11 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
     if mapping and _gemini.is_content(fields):
         return _gemini_parts(view, fields["parts"])
     content = _get(fields, "content")
-    if _bedrock.is_message(content):
+    if _converse(content):
         return _bedrock_parts(view, content)
     parts = _PartsBuilder()
     _field_calls(fields, parts)
-    parts.content(_get(fields, "content"))
+    parts.content(content)
     name = _get(fields, "name")
     return MessageParts(
         role=view.role,
@@ -827,7 +841,7 @@ def native_provider(message: object) -> str | None:
         fields = _payload(message)[0]
         if _gemini.is_content(fields):
             return "gemini"
-        if _bedrock.is_message(fields.get("content")):
+        if _converse(fields.get("content")):
             return "bedrock"
     return None
 
@@ -948,7 +962,7 @@ def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
     content = message_content(message)
     if content is None:
         return ()
-    if _bedrock.is_message(content):
+    if _converse(content):
         return tuple(_BEDROCK_KINDS[k] for k in _bedrock.kinds(content))
     if isinstance(content, str):
         return (TEXT_PART,) if content.strip() else ()
@@ -1108,7 +1122,7 @@ def editable_parts(message: object, index: int = 0) -> tuple[EditablePart, ...]:
         return tuple(EditablePart(*part) for part in _gemini.editable(fields["parts"]))
     out: list[EditablePart] = []
     content = _get(fields, "content")
-    if _bedrock.is_message(content):
+    if _converse(content):
         return tuple(EditablePart(*part) for part in _bedrock.editable(content))
     if view.role == TOOL:
         name = _get(fields, "name")
@@ -1168,7 +1182,7 @@ def with_parts(
     fields: Any = _payload(copied)[0] if mapping else copied
     if mapping and _gemini.is_content(fields):
         values = {path: _gemini.stored(path, value) for path, value in values.items()}
-    elif _bedrock.is_message(_get(fields, "content")):
+    elif _converse(_get(fields, "content")):
         values = {path: _bedrock.stored(path, value) for path, value in values.items()}
     for path, value in values.items():
         top = path[0]
