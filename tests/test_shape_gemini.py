@@ -423,6 +423,15 @@ def test_trim_messages_keeps_a_valid_gemini_history_valid(
 
 @settings(max_examples=100, deadline=None)
 @given(history=gemini_histories())
+def test_the_view_and_the_parts_name_calls_alike(history: list[dict[str, Any]]) -> None:
+    for content in history:
+        view = read_message(content)
+        named = {p.call_id for p in editable_parts(content) if p.call_id is not None}
+        assert set(view.calls) | set(view.answers) == named
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=gemini_histories())
 def test_every_editable_part_writes_back_to_an_equal_copy(history: list[dict[str, Any]]) -> None:
     for i, content in enumerate(history):
         parts = editable_parts(content, i)

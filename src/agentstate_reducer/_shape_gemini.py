@@ -76,12 +76,12 @@ def part_kind(part: object) -> str:
     :data:`CODE` or :data:`OTHER` (a part with nothing the package reads)."""
     if not isinstance(part, Mapping):
         return OTHER
+    if "text" in part:  # a part holds one kind of data: text is never a call as well
+        return THOUGHT if part.get("thought") is True else TEXT
     if _first(part, _CALL_KEYS) is not None:
         return CALL
     if _first(part, _RESPONSE_KEYS) is not None:
         return RESPONSE
-    if "text" in part:
-        return THOUGHT if part.get("thought") is True else TEXT
     if _first(part, _MEDIA_KEYS) is not None:
         return MEDIA
     if _first(part, _CODE_KEYS) is not None:
@@ -130,10 +130,30 @@ def call_entries(parts: list[Any], kind: str) -> list[tuple[int, str, str, str, 
 
 
 def links(parts: list[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(calls issued, calls answered)`` by one content's parts, each id once, in order."""
-    calls = tuple(dict.fromkeys(e[1] for e in call_entries(parts, CALL)))
-    answers = tuple(dict.fromkeys(e[1] for e in call_entries(parts, RESPONSE)))
-    return calls, answers
+    """``(calls issued, calls answered)`` by one content's parts, each id once, in order.
+
+    One pass, named as :func:`call_entries` names them; a text part (the commonest, and
+    never a call: a part holds one kind of data) costs one lookup.
+    """
+    calls: dict[str, None] = {}
+    answers: dict[str, None] = {}
+    seen: dict[tuple[bool, str], int] = {}
+    for part in parts:
+        if not isinstance(part, Mapping) or "text" in part:
+            continue
+        body = part.get("functionCall") or part.get("function_call")
+        issued = body is not None
+        if not issued:
+            body = part.get("functionResponse") or part.get("function_response")
+            if body is None:
+                continue
+        raw = body.get("name") if isinstance(body, Mapping) else None
+        name = raw if isinstance(raw, str) else ""
+        k = seen.get((issued, name), 0)
+        seen[issued, name] = k + 1
+        given = _as_id(body.get("id")) if isinstance(body, Mapping) else None
+        (calls if issued else answers)[given if given is not None else f"{name}#{k}"] = None
+    return tuple(calls), tuple(answers)
 
 
 def billed(
