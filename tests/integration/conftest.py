@@ -390,15 +390,46 @@ def as_gemini_contents(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return contents
 
 
+def as_bedrock_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The ``messages`` of the Converse request a LangChain chat model builds from
+    ``messages``: system messages go to ``system``, a human message is a user message of
+    ``text`` blocks, a tool message a user message with one ``toolResult`` block, an ai
+    message an assistant message (its text, then one ``toolUse`` block per call); then
+    runs of one role are merged into one message, as the client does before sending."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            continue
+        if isinstance(m, ToolMessage):
+            result = {"toolUseId": m.tool_call_id, "content": [{"text": m.text}]}
+            role, blocks = "user", [{"toolResult": result}]
+        else:
+            blocks = [{"text": m.text}] if m.text else []
+            role = "assistant" if isinstance(m, AIMessage) else "user"
+            if isinstance(m, AIMessage):
+                for call in m.tool_calls:
+                    use = {"toolUseId": call["id"], "name": call["name"], "input": call["args"]}
+                    blocks.append({"toolUse": use})
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
 #: How a provider whose validator reads its own wire shape gets LangChain messages.
-_WIRE: dict[str, Callable[[Sequence[BaseMessage]], list[Any]]] = {"gemini": as_gemini_contents}
+_WIRE: dict[str, Callable[[Sequence[BaseMessage]], list[Any]]] = {
+    "gemini": as_gemini_contents,
+    "bedrock": as_bedrock_messages,
+}
 
 
 @dataclass
 class RequestCheck:
     """Every request a model got, checked with ``validate_history`` for every provider
     the package validates (``PROVIDERS``: a provider added there is checked here too),
-    as that provider's client would send it (Gemini: :func:`as_gemini_contents`)."""
+    as that provider's client would send it (Gemini: :func:`as_gemini_contents`, Bedrock:
+    :func:`as_bedrock_messages`)."""
 
     providers: tuple[str, ...] = PROVIDERS
     requests: int = 0
