@@ -7,7 +7,10 @@ package reads is checked the same way.
 Law (tested with hypothesis): with ``cascade_tool_messages`` on (the default), if
 ``validate_history(xs, provider=p) == []`` then
 ``validate_history(MessageReducer(config=c).reduce(xs).surviving, provider=p) == []``
-for every config ``c`` with ``c.start_on == "human"`` when ``p == "anthropic"``.
+for every config ``c`` with ``c.start_on == "human"`` when ``p == "anthropic"``; for
+``p == "gemini"`` with ``c = agent_config(...)`` and for ``p == "bedrock"`` with
+``c = agent_config(provider="bedrock", ...)`` (``tests/test_shape_gemini.py``,
+``tests/test_shape_bedrock.py``).
 """
 
 from __future__ import annotations
