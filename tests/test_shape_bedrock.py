@@ -29,7 +29,7 @@ from agentstate_reducer import (
     trim_messages,
     validate_history,
 )
-from agentstate_reducer.edit import ClearToolResults
+from agentstate_reducer.edit import ClearToolResults, Offload
 from agentstate_reducer.errors import ConfigError
 from agentstate_reducer.messages import (
     content_kinds,
@@ -659,3 +659,24 @@ def test_cli_output_of_a_valid_converse_request_is_valid(
         assert cli.main([*command, "--out", str(target), str(source)]) == 0
         written = json.loads(target.read_text(encoding="utf-8"))
     assert validate_history(written["messages"], provider="bedrock") == []
+
+
+def test_offloading_never_touches_a_reasoning_block() -> None:
+    reasoning = thinking("reasoning " * 300, "sig")
+    issuer = {
+        "role": "assistant",
+        "content": [
+            reasoning,
+            {"text": "word " * 300},
+            {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}},
+        ],
+    }
+    history = [user("q"), issuer, results(("t1", "r " * 300)), assistant("done")]
+    config = agent_config(provider="bedrock", max_messages=100, context_edits=[Offload(above=100, head=20, tail=10)])
+    surviving = MessageReducer(config=config).reduce(history).surviving
+    edited = surviving[1]
+    assert edited is not issuer and edited["content"][0] == reasoning
+    assert edited["content"][1]["text"].startswith("[offloaded:")
+    assert edited["content"][2] == issuer["content"][2]
+    assert surviving[2]["content"][0]["toolResult"]["content"][0]["text"].startswith("[offloaded:")
+    assert rules(surviving) == []

@@ -28,7 +28,7 @@ from agentstate_reducer import (
     trim_messages,
     validate_history,
 )
-from agentstate_reducer.edit import ClearToolResults
+from agentstate_reducer.edit import ClearToolResults, Offload
 from agentstate_reducer.messages import (
     content_kinds,
     editable_parts,
@@ -660,3 +660,17 @@ def test_cli_output_of_a_valid_gemini_request_is_valid(
         written = json.loads(target.read_text(encoding="utf-8"))
     assert validate_history(written["contents"], provider="gemini") == []
     assert all(c in contents for c in written["contents"])
+
+
+def test_offloading_never_touches_a_thought_part_or_its_signature() -> None:
+    thought = {"text": "reasoning " * 300, "thought": True}
+    call = {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "sig"}
+    content = {"role": "model", "parts": [thought, call, {"text": "word " * 300}]}
+    history = [user("q"), content, responses(("f", "r " * 300)), model("done")]
+    config = agent_config(max_messages=100, context_edits=[Offload(above=100, head=20, tail=10)])
+    surviving = MessageReducer(config=config).reduce(history).surviving
+    edited = surviving[1]
+    assert edited is not content and edited["parts"][0] == thought
+    assert edited["parts"][1] == content["parts"][1]
+    assert edited["parts"][2]["text"].startswith("[offloaded:")
+    assert rules(surviving) == []
