@@ -672,7 +672,8 @@ def test_offloading_never_touches_a_reasoning_block() -> None:
         ],
     }
     history = [user("q"), issuer, results(("t1", "r " * 300)), assistant("done")]
-    config = agent_config(provider="bedrock", max_messages=100, context_edits=[Offload(above=100, head=20, tail=10)])
+    edits = [Offload(above=100, head=20, tail=10)]
+    config = agent_config(provider="bedrock", max_messages=100, context_edits=edits)
     surviving = MessageReducer(config=config).reduce(history).surviving
     edited = surviving[1]
     assert edited is not issuer and edited["content"][0] == reasoning
