@@ -432,6 +432,10 @@ class OutboxContract:
         # one connection per thread that ever used the outbox.
         assert self.open_connections(backend, outbox) <= max(before, 10)
         outbox.close()
+        # A server ends a closed session's backend on its own schedule: poll for it.
+        deadline = time.monotonic() + 10
+        while self.open_connections(backend, outbox) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert self.open_connections(backend, outbox) == 0
 
     def open_connections(self, backend: Backend, outbox: Outbox) -> int:
