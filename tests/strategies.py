@@ -10,7 +10,7 @@ A history is drawn as a shape-free script of events, then rendered:
 * ``"langchain_blocks"``: LangChain messages carrying the Anthropic blocks;
 * ``"pydantic_ai"`` (not in :data:`SHAPES`): PydanticAI ``ModelRequest``/``ModelResponse``,
   adjacent parts of one side in one message as the SDK merges them (system prompt and
-  question, tool returns and trailing text), thinking before each call.
+  question, tool returns and trailing text), thinking first in a response that calls.
 
 Every drawn history passes ``validate_history`` for both providers (for OpenAI only, with
 ``openai_only=True``): it starts (after an optional system prompt) with a user message,
@@ -249,7 +249,8 @@ def _pydantic_ai(script: Script) -> list[Any]:
             part = {"system": SystemPromptPart, "human": UserPromptPart, "ai": TextPart}
             side.append(part[event.role](event.text))
         elif isinstance(event, Calls):
-            side.append(ThinkingPart(f"calling {len(event.ids)}"))
+            # Thinking opens the response, as providers return it (Anthropic requires it).
+            side.insert(0, ThinkingPart(f"calling {len(event.ids)}"))
             if event.text:
                 side.append(TextPart(event.text))
             side.extend(ToolCallPart("lookup", {}, tool_call_id=i) for i in event.ids)
