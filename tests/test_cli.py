@@ -694,6 +694,22 @@ def test_trim_allow_partial_keeps_the_end_of_the_edge_message(tmp_path: Path) ->
     assert rows["1"][3].startswith("Sentence number")
 
 
+def test_trim_explain_reports_the_selection_by_index_even_with_shared_ids(
+    tmp_path: Path,
+) -> None:
+    # The partial copy shares its id with the kept message after it: only the input
+    # index trim_messages selected tells which message was cut.
+    long = " ".join(f"Sentence number {i} is here." for i in range(30))
+    messages = [
+        {"role": "user", "content": long, "id": "dup"},
+        {"role": "assistant", "content": "ok", "id": "dup"},
+    ]
+    path = write(tmp_path, "dup.json", json.dumps(messages))
+    args = ("trim", path, "--max-tokens", "40", *TAIL_ONLY, "--allow-partial")
+    rows = explain_rows(ok(*args, "--split-on", "sentence", "--explain"))
+    assert [rows["0"][2], rows["1"][2]] == ["partial", "kept"]
+
+
 def test_trim_explain_table() -> None:
     text = ok("trim", str(FIXTURES / "list.json"), "--max-tokens", "120", *TAIL_ONLY, "--explain")
     rows = explain_rows(text)

@@ -810,3 +810,29 @@ def test_model_sees_the_trim_and_state_keeps_the_reduced_history() -> None:
     assert stored == ["q5", "answer 5", "q6", "answer 6", "q7", "answer 7"]
     assert [m.content for m in seen[-1]] == ["be brief", "q6", "answer 6", "q7"]
     assert all(len(call) <= 4 for call in seen)
+
+
+@given(
+    histories(),
+    st.integers(0, 400),
+    st.sampled_from(["first", "last"]),
+    st.booleans(),
+)
+@settings(max_examples=60, deadline=None)
+def test_trim_selection_names_the_input_index_of_each_kept_message(
+    messages: list[Any], budget: int, strategy: str, allow_partial: bool
+) -> None:
+    from agentstate_reducer.trim import trim_selection
+
+    options: dict[str, Any] = {
+        "max_tokens": budget,
+        "token_counter": "approximate",
+        "strategy": strategy,
+        "allow_partial": allow_partial,
+    }
+    selection = trim_selection(messages, **options)
+    indices = [i for i, _ in selection.kept]
+    assert indices == sorted(set(indices))
+    assert [m for _, m in selection.kept] == trim_messages(messages, **options)
+    for i, message in selection.kept:
+        assert (message is messages[i]) == (i not in selection.partial)

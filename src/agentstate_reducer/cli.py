@@ -34,7 +34,6 @@ from .messages import (
     HUMAN,
     SYSTEM,
     TOOL,
-    message_id,
     message_parts,
     native_provider,
     normalize_role,
@@ -43,7 +42,7 @@ from .messages import (
 from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
 from .reducer import MessageReducer, repair_dangling_calls
 from .tokens import TokenCounter, check_token_counter, resolve_token_counter
-from .trim import trim_messages
+from .trim import trim_selection
 from .validate import validate_history
 
 __all__ = ("Transcript", "dump", "load", "main")
@@ -740,34 +739,6 @@ _SPLITTERS: dict[str, Callable[[str], list[str]] | None] = {
 }
 
 
-def _trim_status(
-    transcript: Transcript, kept: list[Any], strategy: str
-) -> tuple[list[str], dict[int, Any]]:
-    """Per input message: ``kept``, ``partial`` or ``trimmed``; and the partial copies."""
-    messages = transcript.messages
-    by_object = {id(m): i for i, m in enumerate(messages)}
-    by_id = {message_id(m): i for i, m in enumerate(messages)}
-    by_id.pop(None, None)
-    status = ["trimmed"] * len(messages)
-    positions = [by_object.get(id(m)) for m in kept]
-    for i in positions:
-        if i is not None:
-            status[i] = "kept"
-    partial: dict[int, Any] = {}
-    for p, (i, message) in enumerate(zip(positions, kept, strict=True)):
-        if i is not None:
-            continue
-        j = by_id.get(message_id(message))
-        if j is None:  # a copy without an id: it sits next to the whole messages kept
-            if strategy == "last":
-                j = next((k for k in positions[p + 1 :] if k is not None), len(messages)) - 1
-            else:
-                j = next((k for k in reversed(positions[:p]) if k is not None), -1) + 1
-        status[j] = "partial"
-        partial[j] = message
-    return status, partial
-
-
 def _describe_trim(args: argparse.Namespace) -> str:
     flags = [f"{args.counter} counter"]
     if args.include_system:
@@ -806,7 +777,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
     elif args.start_on is not None:
         args.start_on = [role for role in args.start_on if role != "none"] or None
     try:
-        kept = trim_messages(
+        selection = trim_selection(
             transcript.messages,
             max_tokens=args.max_tokens,
             token_counter=args.counter,
@@ -820,7 +791,11 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise _UsageError(_as_flags(str(exc))) from exc
-    status, partial = _trim_status(transcript, kept, args.strategy)
+    kept = [m for _, m in selection.kept]
+    partial = {i: m for i, m in selection.kept if i in selection.partial}
+    status = ["trimmed"] * len(transcript.messages)
+    for i, _ in selection.kept:
+        status[i] = "partial" if i in partial else "kept"
     if args.explain:
         print("\n".join(_explain_trim(transcript, kept, counter, args, status, partial)))
     origin = [i for i, result in enumerate(status) if result != "trimmed"]

@@ -17,7 +17,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, NamedTuple, TypeVar, Union
 
 from .errors import ConfigError
 from .messages import (
@@ -34,7 +34,7 @@ from .messages import (
 from .plan import Parents, Results, link_calls
 from .tokens import TokenCounter, read_counted, resolve_token_counter
 
-__all__ = ("MessageTypeSpec", "trim_messages")
+__all__ = ("MessageTypeSpec", "TrimSelection", "trim_messages", "trim_selection")
 
 M = TypeVar("M")
 
@@ -417,6 +417,49 @@ def trim_messages(
         >>> [m["content"] for m in kept]
         ['be brief', 'turn 4', 'turn 5']
     """
+    selection = trim_selection(
+        messages,
+        max_tokens=max_tokens,
+        token_counter=token_counter,
+        strategy=strategy,
+        allow_partial=allow_partial,
+        end_on=end_on,
+        start_on=start_on,
+        include_system=include_system,
+        text_splitter=text_splitter,
+        keep_tool_pairs=keep_tool_pairs,
+    )
+    return [m for _, m in selection.kept]
+
+
+class TrimSelection(NamedTuple):
+    """What :func:`trim_selection` keeps, by input index."""
+
+    #: ``(input index, message)`` in output order; the message is the input object, or
+    #: a partial copy of it when the index is in :attr:`partial`.
+    kept: list[tuple[int, Any]]
+    #: Input indices whose kept message is a partial copy.
+    partial: frozenset[int]
+
+
+def trim_selection(
+    messages: Iterable[Any],
+    *,
+    max_tokens: float,
+    token_counter: Any,
+    strategy: Literal["first", "last"] = "last",
+    allow_partial: bool = False,
+    end_on: MessageTypeSpec | None = None,
+    start_on: MessageTypeSpec | None = None,
+    include_system: bool = False,
+    text_splitter: Callable[[str], list[str]] | Any | None = None,
+    keep_tool_pairs: bool = True,
+) -> TrimSelection:
+    """:func:`trim_messages`' selection, with the input index of each kept message.
+
+    The options are :func:`trim_messages`' own; the CLI reports what was kept, cut or
+    made partial from this instead of matching the output back to the input.
+    """
     _validate(strategy, start_on, include_system, max_tokens)
     to_messages = getattr(messages, "to_messages", None)
     if callable(to_messages):  # a LangChain PromptValue
@@ -463,7 +506,7 @@ def trim_messages(
             body = trim_ends(_drop_split_pairs(body, views, parents, results, copies))
             if len(body) == size:
                 break
-    return [m for _, m in head] + [m for _, m in body]
+    return TrimSelection(head + body, frozenset(i for i, _ in body if i in copies))
 
 
 def _is_blank(message: Any, index: int) -> bool:
