@@ -517,7 +517,10 @@ def test_editing_keeps_every_history_valid_idempotent_and_traceable(
     before = copy.deepcopy(history)
     outcome = run_edit(history, config)
     assert history == before  # never mutated
-    assert read_messages(outcome.messages) == read_messages(history)
+    # The same roles, ids and tool links: only billed content changed.
+    assert [r[:4] for r in read_messages(outcome.messages)] == [
+        r[:4] for r in read_messages(history)
+    ]
     for provider in ("openai", "anthropic"):
         if validate_history(history, provider=provider) == []:
             assert validate_history(outcome.messages, provider=provider) == []

@@ -1,4 +1,4 @@
-"""message_parts (what a message bills for), read_plain (its fast path), message states."""
+"""What a message bills for (its record, message_parts), the reader's fast path, message states."""
 
 from __future__ import annotations
 
@@ -18,13 +18,12 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from agentstate_reducer import messages
 from agentstate_reducer.errors import MessageFormatError
 from agentstate_reducer.messages import (
     copy_state,
     message_parts,
     message_state,
-    read_message,
-    read_plain,
 )
 
 IMAGE = "data:image/png;base64," + "iVBORw0KGgo" * 20_000
@@ -330,23 +329,19 @@ def test_a_saved_state_matches_exactly_while_the_arguments_are_unchanged(
         assert saved != message_state(message)
 
 
-# -- read_plain: the fast path for common shapes ---------------------------------------
+# -- the reader's one fast path ------------------------------------------------------
+
+
+def _fast(message: Any) -> Any:
+    return messages._read_fast(message)
 
 
 def _plain_agrees(message: Any) -> None:
-    """read_plain, where it reads a message, gives exactly what the general readers give."""
-    read = read_plain(message)
-    if read is None:
-        return
-    view, text, extras = read
-    parts = message_parts(message)
-    name, call_id, calls = extras or (None, None, ())
-    assert view == read_message(message)
-    assert parts.role in ("human", "ai", "system", "tool", "function")
-    assert parts.texts == ((text,) if text is not None else ())
-    assert (parts.name, parts.tool_call_id, parts.tool_calls) == (name, call_id, calls)
-    assert (parts.media, parts.tool_result_ids) == (0, ())
-    assert extras is None or any(x for x in extras)
+    """The fast path, where it reads a message, gives exactly the general reader's record."""
+    fast = _fast(message)
+    if fast is not None:
+        assert fast == messages._read(message, 0)
+        assert fast.role in ("human", "ai", "system", "tool", "function")
 
 
 def _openai_call(ident: Any, name: Any = "f", arguments: Any = '{"q": 1}') -> dict[str, Any]:
@@ -374,8 +369,8 @@ def _openai_call(ident: Any, name: Any = "f", arguments: Any = '{"q": 1}') -> di
         ToolMessage(content="r", tool_call_id="c1"),
     ],
 )
-def test_read_plain_reads_common_shapes_as_the_general_readers_do(message: Any) -> None:
-    assert read_plain(message) is not None
+def test_the_fast_path_reads_common_shapes_as_the_general_reader_does(message: Any) -> None:
+    assert _fast(message) is not None
     _plain_agrees(message)
 
 
@@ -409,10 +404,12 @@ class _Computed:
         AIMessage(content="", additional_kwargs={"tool_calls": [_openai_call("c1")]}),
         AIMessage(content="", additional_kwargs={"function_call": {"name": "f"}}),
         _Computed(),
+        {"role": "model", "parts": [{"text": "a Gemini content"}]},
+        {"role": "user", "id": "g", "parts": [{"functionResponse": {"name": "f"}}]},
     ],
 )
-def test_read_plain_leaves_other_shapes_to_the_general_readers(message: Any) -> None:
-    assert read_plain(message) is None
+def test_the_fast_path_leaves_other_shapes_to_the_general_reader(message: Any) -> None:
+    assert _fast(message) is None
 
 
 _ids = st.none() | st.just("") | st.text(alphabet="ab1", max_size=3) | st.integers(0, 3)
@@ -442,7 +439,9 @@ _dict_messages = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(_dict_messages)
-def test_read_plain_agrees_with_the_general_readers_on_any_dict(message: dict[str, Any]) -> None:
+def test_the_fast_path_agrees_with_the_general_reader_on_any_dict(
+    message: dict[str, Any],
+) -> None:
     _plain_agrees(message)
 
 
@@ -458,10 +457,10 @@ def test_read_plain_agrees_with_the_general_readers_on_any_dict(message: dict[st
         max_size=2,
     ),
 )
-def test_read_plain_agrees_with_the_general_readers_on_langchain_objects(
+def test_the_fast_path_agrees_with_the_general_reader_on_langchain_objects(
     kind: Any, content: str, name: str | None, ident: str | None, calls: list[dict[str, Any]]
 ) -> None:
     extra: dict[str, Any] = {"tool_calls": calls} if kind is AIMessage else {}
     message = kind(content=content, name=name, id=ident, **extra)
-    assert read_plain(message) is not None
+    assert _fast(message) is not None
     _plain_agrees(message)

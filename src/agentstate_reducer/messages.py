@@ -1,14 +1,18 @@
-"""The adapter: every message shape read through one small view.
+"""The reader: every message shape read into one record.
 
 Shapes understood: LangChain message objects (and their ``*Chunk`` classes,
 ``ChatMessage(role=...)``), duck-typed objects with ``type`` or ``role``,
 OpenAI chat dicts, LangChain dicts (``{"role"|"type": ...}``, ``messages_to_dict``
 output ``{"type", "data"}`` and ``dumpd`` output ``{"lc", "type": "constructor"}``)
-Anthropic dicts with content blocks (``tool_use`` / ``tool_result``), and PydanticAI
-``ModelRequest`` / ``ModelResponse`` messages (read in ``_shape_pydantic_ai``).
+Anthropic dicts with content blocks (``tool_use`` / ``tool_result``), Gemini contents
+(``parts``, read in ``_shape_gemini``), Bedrock Converse messages (untyped blocks, read
+in ``_shape_bedrock``), and PydanticAI ``ModelRequest`` /
+``ModelResponse`` messages (read in ``_shape_pydantic_ai``).
 
 This is the only module that knows role aliases, where tool-call ids live and
-how text is stored.
+how text is stored. Every other module reads a message through its
+:class:`MessageRecord` (:func:`read_message`); other shape families plug in as a
+:class:`Shape` (listed in ``_SHAPES``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from . import _shape_bedrock as _bedrock
@@ -44,17 +48,22 @@ __all__ = (
     "TOOL_ARGS_PART",
     "TOOL_RESULT_PART",
     "TOOL_USE_PART",
+    "CHAT",
+    "NO_EXTRAS",
     "EditablePart",
+    "Extras",
     "MessageParts",
+    "MessageRecord",
     "MessageView",
-    "PlainExtras",
-    "PlainRead",
-    "call_signatures",
+    "Shape",
     "content_kinds",
+    "args_text",
+    "call_signatures",
     "copy_state",
     "injected_kind",
     "is_injected",
     "is_summary",
+    "make_record",
     "editable_body",
     "editable_parts",
     "holding_block",
@@ -69,9 +78,15 @@ __all__ = (
     "raw_message_id",
     "read_message",
     "read_messages",
-    "read_plain",
     "summary_covers",
     "synthetic_results",
+    "as_update",
+    "has_anthropic_blocks",
+    "is_removal",
+    "looks_like_message",
+    "match_shape",
+    "serialisation",
+    "text_block",
     "with_content",
     "with_parts",
 )
@@ -135,6 +150,7 @@ _CLIENT_CALL_BLOCKS = _CALL_BLOCKS - {"server_tool_use", "server_tool_call"}
 _REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 _RESULT_BLOCKS = frozenset({"tool_result"})
 _ANTHROPIC_CALL_BLOCKS = frozenset({"tool_use"})
+_ANTHROPIC_BLOCKS = _ANTHROPIC_CALL_BLOCKS | _RESULT_BLOCKS
 
 _M = TypeVar("_M")
 
@@ -150,8 +166,79 @@ REASONING_PART = "reasoning"
 OTHER_PART = "other"
 
 
-class MessageView(NamedTuple):
-    """What the pruning rules need to know about one message."""
+class Shape:
+    """How one family of message shapes is read: the dispatch point of the reader.
+
+    :func:`read_message` reads the chat shapes (OpenAI, Anthropic, LangChain, duck-typed)
+    itself. A module for another family (``_shape_*.py``) subclasses this, implements
+    :meth:`read` (``None``: not its shape) and what differs of :meth:`kinds` and
+    :meth:`editable`, and is listed in :data:`_SHAPES`; the record it returns names it
+    as :attr:`MessageRecord.shape`, so kinds and editable parts dispatch back to it.
+    Changed copies are written back by path (:func:`with_parts`), whatever the shape.
+    """
+
+    #: Short name, for errors and the CLI.
+    name = "chat"
+    #: Whether it reads dicts (then list it in ``_DICT_SHAPES`` too).
+    dicts = False
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        """The record of ``message`` if it has this shape, else ``None``."""
+        return None
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        """The kind of each part of the message's content (see :func:`content_kinds`)."""
+        return _chat_kinds(message)
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        """The parts context editing may replace (see :func:`editable_parts`)."""
+        return _chat_editable(message, record)
+
+
+#: The chat shapes, read by this module.
+CHAT = Shape()
+
+
+
+class Extras(NamedTuple):
+    """What a record holds past its roles, links and string content (shared when empty)."""
+
+    #: The ``name`` field (a participant's, or the tool's on a tool message), billed.
+    name: str | None = None
+    #: Billed text of the content's blocks, in order: text blocks, reasoning, refusals,
+    #: JSON blocks, the text inside ``tool_result`` blocks. Never ``str()`` of a structure.
+    texts: tuple[str, ...] = ()
+    #: Billed tool calls, each once: ``(name, arguments as stored)``; the arguments are
+    #: JSON text (OpenAI) or a value (LangChain), made text by :func:`args_text`.
+    tool_calls: tuple[tuple[str, object], ...] = ()
+    #: ``tool_call_id`` of a message that is not a chat tool message, billed (a chat
+    #: tool message's is its record's only answer, billed from there).
+    tool_call_id: str | None = None
+    #: Ids of the ``tool_result`` blocks the content carries (any role), billed.
+    tool_result_ids: tuple[str, ...] = ()
+    #: Images, audio, video and files, billed by item rather than by byte length.
+    media: int = 0
+    #: Positions in the content of reasoning blocks (``thinking``, ``redacted_thinking``,
+    #: ``reasoning``).
+    reasoning: tuple[int, ...] = ()
+    #: The reader of its shape, for content kinds and editable parts.
+    shape: Shape = CHAT
+
+
+#: The extras of a message with nothing but roles, links and string content.
+NO_EXTRAS = Extras()
+#: The last fields of :data:`NO_EXTRAS`: no result ids, media or reasoning; chat shape.
+_NO_MORE = NO_EXTRAS[4:]
+
+
+class MessageRecord(NamedTuple):
+    """One message as every module reads it: the only answer to "what is this message".
+
+    ``role``, ``id``, ``calls`` and ``answers`` are what the pruning rules need; what a
+    chat API bills is ``text`` plus :attr:`extras` (shared :data:`NO_EXTRAS` when there
+    is nothing more, which keeps the record of a plain message small). The properties
+    read the extras. A new shape's reader builds one with :func:`make_record`.
+    """
 
     #: Normalised role: ``human``, ``ai``, ``system``, ``tool``, ``function``,
     #: or the raw role lower-cased when it is unknown (kept, never pruned).
@@ -162,10 +249,74 @@ class MessageView(NamedTuple):
     calls: tuple[str, ...]
     #: Ids of the tool calls this message answers (tool results).
     answers: tuple[str, ...]
+    #: The content when it is one non-empty string (billed), else ``None``.
+    text: str | None = None
+    extras: Extras = NO_EXTRAS
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Every billed text, in order: :attr:`text`, then the blocks' text."""
+        text, texts = self[4], self[5].texts
+        return (text, *texts) if text else texts
+
+    @property
+    def name(self) -> str | None:
+        return self.extras.name
+
+    @property
+    def tool_calls(self) -> tuple[tuple[str, object], ...]:
+        return self.extras.tool_calls
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """The ``tool_call_id`` field, of any role."""
+        extras = self[5]
+        if self[0] == TOOL and self[3] and extras.shape is CHAT:
+            return self[3][0]
+        return extras.tool_call_id
+
+    @property
+    def tool_result_ids(self) -> tuple[str, ...]:
+        return self.extras.tool_result_ids
+
+    @property
+    def media(self) -> int:
+        return self.extras.media
+
+    @property
+    def reasoning(self) -> tuple[int, ...]:
+        return self.extras.reasoning
+
+    @property
+    def shape(self) -> Shape:
+        return self.extras.shape
+
+    def billed_calls(self) -> tuple[tuple[str, str], ...]:
+        """:attr:`tool_calls` with the arguments as JSON text."""
+        return tuple((name, args_text(args)) for name, args in self.extras.tool_calls)
+
+
+def make_record(
+    role: str,
+    id: str | None = None,
+    calls: tuple[str, ...] = (),
+    answers: tuple[str, ...] = (),
+    *,
+    text: str | None = None,
+    **extras: Any,
+) -> MessageRecord:
+    """A record from its fields; ``extras`` are :class:`Extras` fields (shared when none)."""
+    more = Extras(**extras) if extras else NO_EXTRAS
+    more = NO_EXTRAS if more == NO_EXTRAS else more
+    return MessageRecord(role, id, calls, answers, text or None, more)
+
+
+#: The former name of :class:`MessageRecord`, for the plan and its tests.
+MessageView = MessageRecord
 
 
 class MessageParts(NamedTuple):
-    """Everything of a message that a chat API bills for, as text."""
+    """What a message bills, as text: :func:`message_parts` of its record."""
 
     role: str
     name: str | None
@@ -216,209 +367,17 @@ def _payload(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], object]:
     return message, kind
 
 
+def _fields(message: object) -> Any:
+    """Where a message keeps its fields: a dict's payload, or the object itself."""
+    return _payload(message)[0] if isinstance(message, Mapping) else message
+
+
 def _get(message: Any, key: str) -> Any:
     return message.get(key) if isinstance(message, Mapping) else getattr(message, key, None)
 
 
-def _call_ids(calls: object) -> Iterator[str]:
-    if not isinstance(calls, (list, tuple)):
-        return
-    for call in calls:
-        ident = _as_id(_get(call, "id"))
-        if ident is not None:
-            yield ident
-
-
-def _block_ids(content: object, block_types: frozenset[str], key: str) -> Iterator[str]:
-    if not isinstance(content, (list, tuple)):
-        return
-    for block in content:
-        if isinstance(block, Mapping) and block.get("type") in block_types:
-            ident = _as_id(block.get(key))
-            if ident is not None:
-                yield ident
-
-
-def _dedupe(ids: Iterator[str]) -> tuple[str, ...]:
+def _dedupe(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
-
-
-def _shape_view(fields: Mapping[str, Any], role: str, ident: str | None) -> MessageView:
-    """The view of a dict of a provider shape with its own keys (Gemini ``parts``)."""
-    if _gemini.is_content(fields):
-        calls, answers = _gemini.links(fields["parts"])
-        if role == AI:
-            return MessageView(role, ident, calls, ())
-        if role in (HUMAN, ""):
-            return MessageView(HUMAN, ident, (), answers)
-    return MessageView(role, ident, (), ())
-
-
-def _converse(content: object) -> TypeGuard[list[Any]]:
-    """Whether ``content`` is a list of Converse blocks, asked only when the first block is
-    a dict without ``type`` (typed blocks never are)."""
-    return (
-        type(content) is list
-        and bool(content)
-        and type(content[0]) is dict
-        and "type" not in content[0]
-        and _bedrock.is_message(content)
-    )
-
-
-def _view(fields: Any, role: str, ident: str | None) -> MessageView:
-    calls: tuple[str, ...] = ()
-    answers: tuple[str, ...] = ()
-    if role == AI:
-        content = _get(fields, "content")
-        found = list(_call_ids(_get(fields, "tool_calls")))
-        found.extend(_call_ids(_get(fields, "invalid_tool_calls")))
-        if isinstance(content, (list, tuple)):
-            first = content[0] if content else None
-            if type(first) is dict and "type" not in first and _bedrock.is_message(content):
-                return MessageView(role, ident, _bedrock.links(content)[0], ())
-            found.extend(_block_ids(content, _CLIENT_CALL_BLOCKS, "id"))
-        if not found and not isinstance(fields, Mapping):
-            # LangChain objects built from raw provider output keep calls here.
-            extra = getattr(fields, "additional_kwargs", None)
-            if isinstance(extra, Mapping):
-                found.extend(_call_ids(extra.get("tool_calls")))
-        if found:
-            calls = _dedupe(iter(found))
-    elif role == TOOL:
-        answer = _as_id(_get(fields, "tool_call_id"))
-        if answer is not None:
-            answers = (answer,)
-    elif role == HUMAN:
-        content = _get(fields, "content")
-        if isinstance(content, list):
-            first = content[0] if content else None
-            if type(first) is dict and "type" not in first and _bedrock.is_message(content):
-                return MessageView(role, ident, (), _bedrock.links(content)[1])
-            answers = _dedupe(_block_ids(content, _RESULT_BLOCKS, "tool_use_id"))
-    return MessageView(role, ident, calls, answers)
-
-
-_new_view = tuple.__new__
-_EMPTY: tuple[str, ...] = ()
-
-
-def _dict_view(message: dict[str, Any]) -> MessageView:
-    """Fast path for the commonest shape: a plain dict with a ``role``."""
-    raw = message.get("role")
-    if raw is None:
-        fields, raw = _payload(message)
-        if _gemini.is_content(fields):
-            return _shape_view(fields, normalize_role(raw), _as_id(fields.get("id")))
-        return _view(fields, normalize_role(raw), _as_id(fields.get("id")))
-    role = _ALIASES.get(raw) if type(raw) is str else None
-    if role is None:
-        role = normalize_role(raw)
-    ident = message.get("id")
-    if ident is not None and type(ident) is not str:
-        ident = _as_id(ident)
-    if role == AI:
-        calls = message.get("tool_calls")
-        content = message.get("content")
-        if type(content) is list or message.get("invalid_tool_calls"):
-            return _view(message, role, ident or None)
-        if calls:
-            if type(calls) is not list:
-                return _view(message, role, ident or None)
-            found = []
-            for call in calls:
-                cid = call.get("id") if type(call) is dict else _get(call, "id")
-                if cid is not None and cid != "":
-                    found.append(cid if type(cid) is str else str(cid))
-            if found:
-                view = (role, ident or None, _dedupe(iter(found)), _EMPTY)
-                return _new_view(MessageView, view)
-        elif content is None and "parts" in message:
-            return _shape_view(message, role, ident or None)
-    elif role == TOOL:
-        answer = message.get("tool_call_id")
-        if answer is not None:
-            answer = _as_id(answer)
-            if answer is not None:
-                return _new_view(MessageView, (role, ident or None, _EMPTY, (answer,)))
-    elif role == HUMAN:
-        content = message.get("content")
-        if type(content) is list:
-            return _view(message, role, ident or None)
-        if content is None and "parts" in message:
-            return _shape_view(message, role, ident or None)
-    elif "parts" in message and "content" not in message:
-        return _shape_view(message, role, ident or None)
-    return _new_view(MessageView, (role, ident or None, _EMPTY, _EMPTY))
-
-
-def read_message(message: object, index: int = 0) -> MessageView:
-    """Read one message into a :class:`MessageView`.
-
-    Raises:
-        MessageFormatError: ``message`` is neither a dict nor an object with
-            ``type`` or ``role``; the error names ``index``.
-    """
-    if type(message) is dict:
-        return _dict_view(message)
-    if isinstance(message, Mapping):
-        fields, raw = _payload(message)
-        if _gemini.is_content(fields):
-            return _shape_view(fields, normalize_role(raw), _as_id(fields.get("id")))
-        return _view(fields, normalize_role(raw), _as_id(fields.get("id")))
-    raw = getattr(message, "type", None)
-    if raw is None:
-        raw = getattr(message, "role", None)
-        if raw is None and _pydantic_ai.is_message(message):
-            role, calls, answers = _pydantic_ai.read(message)
-            return MessageView(_ALIASES[role], None, calls, answers)
-        if raw is None:
-            raise MessageFormatError(
-                f"message at index {index} is a {type(message).__name__!s} with neither "
-                f"'type' nor 'role' (got {message!r:.80}); expected a dict or a message object"
-            )
-    role = normalize_role(raw)
-    if role in _CHAT_TYPES:
-        role = normalize_role(getattr(message, "role", None))
-    elif role not in _ALIASES.values() and isinstance(getattr(message, "role", None), str):
-        role = normalize_role(message.role)  # type: ignore[attr-defined]
-    return _view(message, role, _as_id(getattr(message, "id", None)))
-
-
-def read_messages(messages: list[Any]) -> list[MessageView]:
-    """Read every message, in order; errors name the offending index."""
-    return [
-        _dict_view(m) if type(m) is dict else read_message(m, i) for i, m in enumerate(messages)
-    ]
-
-
-def message_id(message: object) -> str | None:
-    """The id of a message of any shape, or ``None``."""
-    if isinstance(message, Mapping):
-        return _as_id(_payload(message)[0].get("id"))
-    return _as_id(getattr(message, "id", None))
-
-
-def is_merge_update(message: object) -> bool:
-    """True for what only LangGraph's ``add_messages`` reads as an update, not a message.
-
-    A ``("user", "hi")`` tuple, a bare string, or a removal (``RemoveMessage``,
-    ``{"type": "remove", "id": ...}``).
-    """
-    if isinstance(message, (str, tuple)):
-        return True
-    if isinstance(message, Mapping):
-        return message.get("type") == "remove"
-    return getattr(message, "type", None) == "remove"
-
-
-def raw_message_id(message: object) -> object:
-    """The id of a message as stored (``1`` and ``"1"`` differ), or ``None`` for none."""
-    if isinstance(message, Mapping):
-        value = _payload(message)[0].get("id")
-    else:
-        value = getattr(message, "id", None)
-    return None if value is None or value == "" else value
 
 
 #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, built once.
@@ -434,41 +393,515 @@ def _json(value: object) -> str:
         return str(value)
 
 
-class _PartsBuilder:
-    """Collects the billable parts of one message while its content is walked."""
+def args_text(args: object) -> str:
+    """A tool call's arguments as billed: JSON text as stored, else the value as JSON."""
+    return args if type(args) is str and args else _json(args or {})
+
+
+_new_record = tuple.__new__
+_EMPTY: tuple[str, ...] = ()
+
+
+class _PydanticAIShape(Shape):
+    """PydanticAI ``ModelRequest`` / ``ModelResponse`` (``_shape_pydantic_ai`` reads them)."""
+
+    name = "pydantic-ai"
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        if not _pydantic_ai.is_message(message):
+            return None
+        role, calls, answers = _pydantic_ai.read(message)
+        billed = _pydantic_ai.billed(message)
+        extras = Extras(
+            None,
+            (*billed.texts, *map(_json, billed.values)),
+            _unique_calls(billed.calls),
+            None,
+            tuple(billed.results),
+            billed.media,
+            (),
+            self,
+        )
+        return MessageRecord(_ALIASES[role], None, calls, answers, None, extras)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        return _pydantic_ai.kinds(message)
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        return ()  # context editing does not rewrite PydanticAI parts yet
+
+
+class _GeminiShape(Shape):
+    """Gemini contents: ``{"role": "user" | "model", "parts": [...]}`` (``_shape_gemini``)."""
+
+    name = "gemini"
+    dicts = True
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        if not isinstance(message, Mapping):
+            return None
+        fields, raw = _payload(message)
+        if not _gemini.is_content(fields):
+            return None
+        role = normalize_role(raw)
+        ident = _as_id(fields.get("id"))
+        parts = fields["parts"]
+        calls, answers = _gemini.links(parts)
+        if role == AI:
+            answers = ()
+        elif role in (HUMAN, ""):
+            role, calls = HUMAN, ()
+        else:
+            calls = answers = ()
+        texts, billed_calls, responses, media = _gemini.billed(parts)
+        texts.extend(_json(r) for r in responses if r is not None)
+        extras = Extras(
+            None,
+            tuple(texts),
+            tuple((name, _json(args)) for name, args in billed_calls),
+            None,
+            answers,
+            media,
+            (),
+            self,
+        )
+        return MessageRecord(role, ident, calls, answers, None, extras)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        return tuple(_GEMINI_KINDS[k] for k in _gemini.kinds(_fields(message)["parts"]))
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        return tuple(EditablePart(*part) for part in _gemini.editable(_fields(message)["parts"]))
+
+
+_GEMINI = _GeminiShape()
+
+
+def _converse(content: object) -> TypeGuard[list[Any]]:
+    """Whether ``content`` is a list of Converse blocks, asked only when the first block is
+    a dict without ``type`` (typed blocks never are)."""
+    return (
+        type(content) is list
+        and bool(content)
+        and type(content[0]) is dict
+        and "type" not in content[0]
+        and _bedrock.is_message(content)
+    )
+
+
+class _BedrockShape(Shape):
+    """Bedrock Converse messages: content blocks with no ``type`` (``_shape_bedrock``)."""
+
+    name = "bedrock"
+    dicts = True
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        if not isinstance(message, Mapping):
+            return None
+        fields, raw = _payload(message)
+        content = fields.get("content")
+        if not _converse(content):
+            return None
+        role = normalize_role(raw)
+        calls, answers = _bedrock.links(content)
+        if role == AI:
+            answers = ()
+        elif role == HUMAN:
+            calls = ()
+        else:
+            calls = answers = ()
+        texts, billed_calls, values, media, _ = _bedrock.billed(content)
+        texts.extend(_json(v) for v in values)
+        extras = Extras(
+            None,
+            tuple(texts),
+            tuple((name, _json(args)) for name, args in billed_calls),
+            None,
+            answers,
+            media,
+            (),
+            self,
+        )
+        return MessageRecord(role, _as_id(fields.get("id")), calls, answers, None, extras)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        content = _fields(message).get("content")
+        return tuple(_BEDROCK_KINDS[k] for k in _bedrock.kinds(content))
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        content = _fields(message).get("content")
+        return tuple(EditablePart(*part) for part in _bedrock.editable(content))
+
+
+_BEDROCK = _BedrockShape()
+#: Readers of other shape families, tried in order before the chat shapes by the general
+#: reader: every one for an object, those reading dicts (also in :data:`_DICT_SHAPES`)
+#: for a mapping.
+_SHAPES: list[Shape] = [_PydanticAIShape(), _GEMINI, _BEDROCK]
+#: The shapes of :data:`_SHAPES` that read dicts. While there is one, the fast path reads
+#: only dicts whose every key is one of :data:`_CHAT_KEYS`; other dicts reach these
+#: readers.
+_DICT_SHAPES: list[Shape] = [_GEMINI, _BEDROCK]
+#: Keys of a chat dict message: read by the chat shapes, or known to mean nothing billed.
+_CHAT_KEYS = frozenset(
+    {
+        "role",
+        "content",
+        "id",
+        "name",
+        "type",
+        "tool_calls",
+        "tool_call_id",
+        "invalid_tool_calls",
+        "function_call",
+        "refusal",
+        "audio",
+        "annotations",
+        "additional_kwargs",
+        "response_metadata",
+        "usage_metadata",
+        "status",
+        "artifact",
+        "example",
+        "agentstate_reducer",  # INJECTED_KEY
+    }
+)
+
+
+# -- the reader -----------------------------------------------------------------------
+
+
+def read_message(message: object, index: int = 0) -> MessageRecord:
+    """Read one message into its :class:`MessageRecord`.
+
+    Raises:
+        MessageFormatError: ``message`` is neither a dict nor an object with
+            ``type`` or ``role``; the error names ``index``.
+    """
+    fast = _read_dict(message) if type(message) is dict else _read_object(message)
+    return fast or _read(message, index)
+
+
+def read_messages(messages: list[Any]) -> list[MessageRecord]:
+    """Read every message, in order; errors name the offending index."""
+    plain, other = _read_dict, _read_object
+    return [
+        (plain(m) if type(m) is dict else other(m)) or _read(m, i) for i, m in enumerate(messages)
+    ]
+
+
+def _read_fast(message: object) -> MessageRecord | None:
+    """The one fast path: the record of a message of a common shape, or ``None``.
+
+    The shapes: a dict with a ``role`` (or a LangChain ``type``), or a LangChain-style
+    object keeping its fields in ``__dict__``, whose role is a known alias as written,
+    whose content is a string or ``None`` (so no block, no media, no ``tool_result``),
+    and whose tool calls, if any, are dicts in ``tool_calls``. It gives exactly what
+    :func:`_read` gives; any other message, or any doubt, gives ``None``.
+    """
+    if type(message) is dict:
+        return _read_dict(message)
+    return _read_object(message)
+
+
+def _read_object(message: object) -> MessageRecord | None:
+    """:func:`_read_fast` of an object: its fields read from ``__dict__``."""
+    plain = _PLAIN_CLASSES.get(type(message))
+    if plain is None:
+        plain = _plain_class(type(message))
+    fields = getattr(message, "__dict__", None) if plain else None
+    if type(fields) is not dict:
+        return None
+    if plain == _PYDANTIC and message.__pydantic_extra__:  # type: ignore[attr-defined]
+        return None  # undeclared fields, which getattr() would read
+    get = fields.get
+    extra = get("additional_kwargs")
+    # LangChain objects built from raw provider output keep calls here.
+    if extra and (
+        type(extra) is not dict
+        or extra.get("tool_calls")
+        or extra.get("invalid_tool_calls")
+        or extra.get("function_call") is not None
+    ):
+        return None
+    return _read_fields(get, get("type"))
+
+
+def _read_fields(get: Callable[[str], Any], raw: object) -> MessageRecord | None:
+    """:func:`_read_fast` of the fields ``get`` reads (an object's, or a LangChain dict's)."""
+    role = _ALIASES.get(raw) if type(raw) is str else None
+    if role is None:
+        return None
+    content = get("content")
+    ident = get("id")
+    if ident is not None and type(ident) is not str:
+        ident = _as_id(ident)
+    found = get("tool_calls")
+    name = get("name")
+    call_id = get("tool_call_id")
+    if not found and name is None and call_id is None and (type(content) is str):
+        if get("invalid_tool_calls") or get("function_call") is not None:
+            return None
+        # Text, and no name, tool call or tool result.
+        bare = (role, ident or None, (), (), content or None, NO_EXTRAS)
+        return _new_record(MessageRecord, bare)
+    if (
+        (content is not None and type(content) is not str)
+        or (name is not None and type(name) is not str)
+        or (call_id is not None and type(call_id) is not str)
+        or get("invalid_tool_calls")
+        or get("function_call") is not None
+    ):
+        return None
+    issued: tuple[str, ...] = _EMPTY
+    calls: tuple[tuple[str, object], ...] = ()
+    if found:
+        read = _read_calls(found, role)
+        if read is None:
+            return None
+        issued, calls = read
+    call_id = call_id or None
+    answers = _EMPTY
+    if role == TOOL and call_id:
+        answers, call_id = (call_id,), None
+    name = name or None
+    if name is None and call_id is None and not calls:
+        extras = NO_EXTRAS
+    else:
+        extras = _new_record(Extras, (name, (), calls, call_id, (), 0, (), CHAT))
+    fields = (role, ident or None, issued, answers, content or None, extras)
+    return _new_record(MessageRecord, fields)
+
+
+def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
+    """:func:`_read_fast` of a dict. With a ``role``, each key is read once, and the keys
+    that rule the fast path out are looked up only when the dict has keys not read yet."""
+    raw = message.get("role")
+    if raw is None:
+        if "data" in message or "kwargs" in message:
+            return None  # messages_to_dict / dumpd shapes keep fields one level down
+        return _read_fields(message.get, message.get("type"))
+    role = _ALIASES.get(raw) if type(raw) is str else None
+    if role is None:
+        return None
+    content = message.get("content")
+    ident = message.get("id")
+    if ident is not None and type(ident) is not str:
+        ident = _as_id(ident)
+    size = len(message)
+    if type(content) is str:
+        known = 2 if ident is None else 3  # the keys read so far: role, content, id
+        if size == known:  # the commonest message: a role, text and maybe an id
+            plain = (role, ident or None, (), (), content or None, NO_EXTRAS)
+            return _new_record(MessageRecord, plain)
+    elif content is None:
+        known = (2 if "content" in message else 1) + (ident is not None)
+    else:
+        return None
+    # Keys not accounted for yet; a key holding None counts here until looked at.
+    rest = size - known
+    found = call_id = name = None
+    if role == TOOL:
+        call_id = message.get("tool_call_id")
+        if call_id is not None:
+            if type(call_id) is not str:
+                return None
+            rest -= 1
+            if not rest and call_id:  # a tool result: text and the id it answers
+                answered = (role, ident or None, (), (call_id,), content or None, NO_EXTRAS)
+                return _new_record(MessageRecord, answered)
+    elif role == AI:
+        found = message.get("tool_calls")
+        if found is not None:
+            rest -= 1
+            if not rest and type(found) is list and len(found) == 1:
+                record = _one_call(role, ident, content, found[0])
+                if record is not None:
+                    return record
+    if rest:
+        name = message.get("name")
+        if name is not None:
+            if type(name) is not str:
+                return None
+            rest -= 1
+    if rest:
+        if _DICT_SHAPES and not _CHAT_KEYS.issuperset(message):
+            return None  # a key the chat shapes do not know: the other shapes' readers decide
+        if found is None and role != AI:
+            found = message.get("tool_calls")
+        if call_id is None and role != TOOL:
+            call_id = message.get("tool_call_id")
+            if call_id is not None and type(call_id) is not str:
+                return None
+        if message.get("invalid_tool_calls") or message.get("function_call") is not None:
+            return None
+    issued: tuple[str, ...] = _EMPTY
+    calls: tuple[tuple[str, object], ...] = ()
+    if found:
+        read = _read_calls(found, role)
+        if read is None:
+            return None
+        issued, calls = read
+    answers = _EMPTY
+    if role == TOOL and call_id:
+        answers, call_id = (call_id,), None
+    if name or call_id or calls:
+        extras = _new_record(Extras, (name or None, (), calls, call_id or None, (), 0, (), CHAT))
+    else:
+        extras = NO_EXTRAS
+    fields = (role, ident or None, issued, answers, content or None, extras)
+    return _new_record(MessageRecord, fields)
+
+
+def _one_call(
+    role: str, ident: str | None, content: str | None, call: object
+) -> MessageRecord | None:
+    """The record of an ai message issuing one OpenAI call, its commonest shape, or ``None``."""
+    function = call.get("function") if type(call) is dict else None
+    if type(function) is not dict:
+        return None
+    cid = call.get("id")  # type: ignore[attr-defined]
+    call_name = function.get("name")
+    if type(cid) is not str or not cid or type(call_name) is not str:
+        return None
+    billed = ((call_name, function.get("arguments")),)
+    extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+    return _new_record(MessageRecord, (role, ident or None, (cid,), (), content or None, extras))
+
+
+def _read_calls(
+    found: object, role: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, object], ...]] | None:
+    """Ids issued (ai messages only) and billed ``(name, arguments)`` of dict tool calls."""
+    if type(found) is not list:
+        return None
+    read = []
+    for call in found:
+        if type(call) is not dict:
+            return None
+        function = call.get("function")
+        if function is None:  # LangChain: {"id", "name", "args"}
+            call_name, args = call.get("name"), call.get("args")
+        elif type(function) is dict:  # OpenAI: {"id", "function": {"name", "arguments"}}
+            call_name, args = function.get("name"), function.get("arguments")
+        else:
+            return None
+        cid = call.get("id")
+        if type(cid) is not str or not cid:
+            cid = _as_id(cid)
+        read.append((cid, call_name if type(call_name) is str else "", args))
+    if len(read) == 1:
+        cid, call_name, args = read[0]
+        return ((cid,) if cid is not None and role == AI else _EMPTY), ((call_name, args),)
+    issued = _dedupe(c for c, _, _ in read if c is not None) if role == AI else _EMPTY
+    return issued, _unique_calls(read)
+
+
+def _read(message: object, index: int) -> MessageRecord:
+    """The general reader: every shape, one walk over the fields and the content."""
+    fields: Any
+    if isinstance(message, Mapping):
+        for shape in _DICT_SHAPES:
+            record = shape.read(message, index)
+            if record is not None:
+                return record
+        fields, raw = _payload(message)
+        role = normalize_role(raw)
+        ident = _as_id(fields.get("id"))
+    else:
+        for shape in _SHAPES:
+            record = shape.read(message, index)
+            if record is not None:
+                return record
+        raw = getattr(message, "type", None)
+        if raw is None:
+            raw = getattr(message, "role", None)
+            if raw is None:
+                raise MessageFormatError(
+                    f"message at index {index} is a {type(message).__name__!s} with neither "
+                    f"'type' nor 'role' (got {message!r:.80}); expected a dict or a message "
+                    "object"
+                )
+        role = normalize_role(raw)
+        if role in _CHAT_TYPES:
+            role = normalize_role(getattr(message, "role", None))
+        elif role not in _ALIASES.values() and isinstance(getattr(message, "role", None), str):
+            role = normalize_role(message.role)  # type: ignore[attr-defined]
+        fields = message
+        ident = _as_id(getattr(message, "id", None))
+    walk = _Walk()
+    _field_calls(fields, walk)
+    walk.content(_get(fields, "content"), top=True)
+    name = _get(fields, "name")
+    call_id = _as_id(_get(fields, "tool_call_id"))
+    calls: tuple[str, ...] = _EMPTY
+    answers: tuple[str, ...] = _EMPTY
+    if role == AI:
+        calls = _dedupe(c for c, _, _, linked in walk.calls if linked and c is not None)
+    elif role == TOOL:
+        if call_id is not None:
+            answers, call_id = (call_id,), None  # billed as the answer
+    elif role == HUMAN and walk.results:
+        answers = _dedupe(walk.results)
+    text = None
+    texts = walk.texts
+    if texts and walk.string:  # the content is one string: the record's text
+        text = texts.pop(0)
+    extras = Extras(
+        name if isinstance(name, str) and name else None,
+        tuple(texts),
+        _unique_calls([(c, n, a) for c, n, a, _ in walk.calls]),
+        call_id,
+        tuple(walk.results),
+        walk.media,
+        tuple(walk.reasoning),
+        CHAT,
+    )
+    return MessageRecord(
+        role, ident, calls, answers, text, NO_EXTRAS if extras == NO_EXTRAS else extras
+    )
+
+
+class _Walk:
+    """What one walk over a message's fields and content finds, in order."""
+
+    __slots__ = ("calls", "media", "reasoning", "results", "string", "texts")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
-        #: ``(id or None, name, arguments as JSON text)`` in the order found.
-        self.calls: list[tuple[str | None, str, str]] = []
+        #: ``(id or None, name, arguments as stored, linked)``: ``linked`` for calls a
+        #: tool result answers (not server-side ones).
+        self.calls: list[tuple[str | None, str, object, bool]] = []
         self.results: list[str] = []
         self.media = 0
+        self.reasoning: list[int] = []
+        #: Whether the top-level content is one string (its text comes first).
+        self.string = False
 
-    def add_call(self, ident: object, name: object, args: object) -> None:
-        self.calls.append(
-            (_as_id(ident), name if isinstance(name, str) else "", _json(args or {}))
-        )
+    def add_call(self, ident: object, name: object, args: object, linked: bool) -> None:
+        self.calls.append((_as_id(ident), name if isinstance(name, str) else "", args, linked))
 
-    def content(self, content: object) -> None:
+    def content(self, content: object, top: bool = False) -> None:
         if content is None:
             return
         if isinstance(content, str):
             if content:
                 self.texts.append(content)
+                self.string = top
             return
         if isinstance(content, Mapping):
             content = [content]
         if not isinstance(content, (list, tuple)):
             self.texts.append(str(content))
             return
-        for block in content:
+        for i, block in enumerate(content):
             if isinstance(block, str):
                 if block:
                     self.texts.append(block)
             elif isinstance(block, Mapping):
-                self.block(block)
+                self.block(block, i if top else -1)
 
-    def block(self, block: Mapping[str, Any]) -> None:
+    def block(self, block: Mapping[str, Any], index: int) -> None:
         kind = block.get("type")
         if kind in _TEXT_BLOCKS:
             self.text(block.get("text"))
@@ -476,21 +909,24 @@ class _PartsBuilder:
             self.media += 1
         elif kind in _CALL_BLOCKS:
             args = block.get("input") if "input" in block else block.get("args")
-            self.add_call(block.get("id"), block.get("name"), args)
+            self.add_call(block.get("id"), block.get("name"), args, kind in _CLIENT_CALL_BLOCKS)
         elif kind == "tool_result":
             ident = _as_id(block.get("tool_use_id"))
             if ident is not None:
                 self.results.append(ident)
             self.content(block.get("content"))
-        elif kind == "thinking":
-            self.text(block.get("thinking"))
-        elif kind == "reasoning":
-            self.text(block.get("reasoning", block.get("text")))
-            summary = block.get("summary")
-            if isinstance(summary, (list, tuple)):
-                for item in summary:
-                    if isinstance(item, Mapping):
-                        self.text(item.get("text"))
+        elif kind in _REASONING_BLOCKS:
+            if index >= 0:
+                self.reasoning.append(index)
+            if kind == "thinking":
+                self.text(block.get("thinking"))
+            elif kind == "reasoning":
+                self.text(block.get("reasoning", block.get("text")))
+                summary = block.get("summary")
+                if isinstance(summary, (list, tuple)):
+                    for item in summary:
+                        if isinstance(item, Mapping):
+                            self.text(item.get("text"))
         elif kind == "refusal":
             self.text(block.get("refusal"))
         elif kind == "json":
@@ -514,7 +950,7 @@ def _calls_field(fields: Any, key: str) -> object:
     return calls
 
 
-def _field_calls(fields: Any, parts: _PartsBuilder) -> None:
+def _field_calls(fields: Any, walk: _Walk) -> None:
     for key in ("tool_calls", "invalid_tool_calls"):
         calls = _calls_field(fields, key)
         if not isinstance(calls, (list, tuple)):
@@ -522,20 +958,22 @@ def _field_calls(fields: Any, parts: _PartsBuilder) -> None:
         for call in calls:
             function = _get(call, "function")
             if function is not None:  # OpenAI: {"id", "function": {"name", "arguments"}}
-                parts.add_call(
-                    _get(call, "id"), _get(function, "name"), _get(function, "arguments")
+                walk.add_call(
+                    _get(call, "id"), _get(function, "name"), _get(function, "arguments"), True
                 )
             else:  # LangChain: {"id", "name", "args"}
-                parts.add_call(_get(call, "id"), _get(call, "name"), _get(call, "args"))
+                walk.add_call(_get(call, "id"), _get(call, "name"), _get(call, "args"), True)
     legacy = _calls_field(fields, "function_call")
     if legacy is not None:
-        parts.add_call(None, _get(legacy, "name"), _get(legacy, "arguments") or "")
+        walk.add_call(None, _get(legacy, "name"), _get(legacy, "arguments") or "", False)
 
 
-def _unique_calls(calls: list[tuple[str | None, str, str]]) -> tuple[tuple[str, str], ...]:
+def _unique_calls(
+    calls: list[tuple[str | None, str, object]],
+) -> tuple[tuple[str, object], ...]:
     """Drop a call whose id was already seen (LangChain keeps Anthropic calls twice)."""
     seen: set[str] = set()
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, object]] = []
     for ident, name, args in calls:
         if ident is not None:
             if ident in seen:
@@ -546,194 +984,21 @@ def _unique_calls(calls: list[tuple[str | None, str, str]]) -> tuple[tuple[str, 
 
 
 def message_parts(message: object, index: int = 0) -> MessageParts:
-    """Read the billable parts of one message: text, tool calls, answered ids, media.
-
-    Text comes from strings and from text-like content blocks only (never ``str()``
-    of a list or dict); tool calls from ``tool_calls`` / ``invalid_tool_calls`` /
-    ``function_call`` (or ``additional_kwargs``) and from ``tool_use`` /
-    ``tool_call`` blocks, each call once even when it appears in both; images,
-    audio, video and files are counted by item.
+    """What one message bills, as text: its record's text, tool calls (arguments as JSON
+    text), ids and media.
 
     Raises:
         MessageFormatError: the message cannot be read; the error names ``index``.
     """
-    view = read_message(message, index)
-    if _pydantic_ai.is_message(message):
-        return _pydantic_ai_parts(view.role, _pydantic_ai.billed(message))
-    mapping = isinstance(message, Mapping)
-    fields: Any = _payload(message)[0] if mapping else message  # type: ignore[arg-type]
-    if mapping and _gemini.is_content(fields):
-        return _gemini_parts(view, fields["parts"])
-    content = _get(fields, "content")
-    if _converse(content):
-        return _bedrock_parts(view, content)
-    parts = _PartsBuilder()
-    _field_calls(fields, parts)
-    parts.content(content)
-    name = _get(fields, "name")
+    r = read_message(message, index)
     return MessageParts(
-        role=view.role,
-        name=name if isinstance(name, str) and name else None,
-        texts=tuple(parts.texts),
-        tool_calls=_unique_calls(parts.calls),
-        tool_call_id=_as_id(_get(fields, "tool_call_id")),
-        media=parts.media,
-        tool_result_ids=tuple(parts.results),
+        r.role, r.name, r.texts, r.billed_calls(), r.tool_call_id, r.media, r.tool_result_ids
     )
-
-
-def _pydantic_ai_parts(role: str, billed: _pydantic_ai.Billed) -> MessageParts:
-    parts = _PartsBuilder()
-    for ident, name, args in billed.calls:
-        parts.add_call(ident, name, args)
-    texts = [*billed.texts, *map(_json, billed.values)]
-    return MessageParts(
-        role, None, tuple(texts), _unique_calls(parts.calls), None, billed.media,
-        tuple(billed.results),
-    )
-
-
-def _bedrock_parts(view: MessageView, content: list[Any]) -> MessageParts:
-    texts, calls, values, media, _ = _bedrock.billed(content)
-    texts.extend(_json(v) for v in values)
-    return MessageParts(
-        role=view.role,
-        name=None,
-        texts=tuple(texts),
-        tool_calls=tuple((name, _json(args)) for name, args in calls),
-        tool_call_id=None,
-        media=media,
-        tool_result_ids=view.answers,
-    )
-
-
-def _gemini_parts(view: MessageView, found: list[Any]) -> MessageParts:
-    texts, calls, responses, media = _gemini.billed(found)
-    texts.extend(_json(r) for r in responses if r is not None)
-    return MessageParts(
-        role=view.role,
-        name=None,
-        texts=tuple(texts),
-        tool_calls=tuple((name, _json(args)) for name, args in calls),
-        tool_call_id=None,
-        media=media,
-        tool_result_ids=view.answers,
-    )
-
-
-#: What a plain message bills besides its text: ``(name, tool_call_id, tool calls)``,
-#: each tool call as ``(name, arguments as JSON text)``.
-PlainExtras = tuple[str | None, str | None, tuple[tuple[str, str], ...]]
-#: What :func:`read_plain` returns: ``(view, text, extras)``; ``extras`` is ``None`` when
-#: the message has no name, no ``tool_call_id`` and no tool call.
-PlainRead = tuple[MessageView, str | None, "PlainExtras | None"]
-
-
-def read_plain(message: object) -> PlainRead | None:
-    """:func:`read_message` and the billable parts of a message of a common shape, or ``None``.
-
-    The shapes: a dict with a ``role`` (or a LangChain ``type``), or a LangChain-style
-    object keeping its fields in ``__dict__``, whose role is a known alias as written,
-    whose content is a string or ``None`` (so no media and no ``tool_result``), and
-    whose tool calls, if any, are dicts in ``tool_calls``. Returns ``(view, text,
-    extras)``: the :class:`MessageView`, the content (``None`` when empty) and
-    ``(name, tool_call_id, tool calls)`` (``None`` when all three are empty), each
-    what :func:`message_parts` reads. Any other message, or any doubt, gives ``None``.
-    """
-    if type(message) is dict:
-        get = message.get
-        raw = get("role")
-        if raw is None:
-            if "data" in message or "kwargs" in message:
-                return None  # messages_to_dict / dumpd shapes keep fields one level down
-            raw = get("type")
-    else:
-        plain = _PLAIN_CLASSES.get(type(message))
-        if plain is None:
-            plain = _plain_class(type(message))
-        fields = getattr(message, "__dict__", None) if plain else None
-        if type(fields) is not dict:
-            return None
-        if plain == _PYDANTIC and message.__pydantic_extra__:  # type: ignore[attr-defined]
-            return None  # undeclared fields, which getattr() would read
-        get = fields.get
-        raw = get("type")
-        extra = get("additional_kwargs")
-        # LangChain objects built from raw provider output keep calls here.
-        if extra and (
-            type(extra) is not dict
-            or extra.get("tool_calls")
-            or extra.get("invalid_tool_calls")
-            or extra.get("function_call") is not None
-        ):
-            return None
-    role = _ALIASES.get(raw) if type(raw) is str else None
-    if role is None or get("invalid_tool_calls") or get("function_call") is not None:
-        return None
-    content = get("content")
-    if content is None and get("parts") is not None:
-        return None  # a Gemini content
-    name = get("name")
-    call_id = get("tool_call_id")
-    ident = get("id")
-    if (
-        (content is not None and type(content) is not str)
-        or (name is not None and type(name) is not str)
-        or (call_id is not None and type(call_id) is not str)
-    ):
-        return None
-    if ident is not None and type(ident) is not str:
-        ident = _as_id(ident)
-    found = get("tool_calls")
-    if found:
-        read = _read_calls(found, role)
-        if read is None:
-            return None
-        issued, calls = read
-    elif name or call_id:
-        issued, calls = _EMPTY, ()
-    else:  # the commonest message: no name, no tool call, no tool result
-        return _new_view(MessageView, (role, ident or None, _EMPTY, _EMPTY)), content or None, None
-    answers = (call_id,) if role == TOOL and call_id else _EMPTY
-    view = _new_view(MessageView, (role, ident or None, issued, answers))
-    return view, content or None, (name or None, call_id or None, calls)
-
-
-def _read_calls(
-    found: object, role: str
-) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]] | None:
-    """Ids issued (ai messages only) and ``(name, JSON arguments)`` of dict tool calls."""
-    if type(found) is not list:
-        return None
-    read: list[tuple[str | None, str, str]] = []
-    for call in found:
-        if type(call) is not dict:
-            return None
-        function = call.get("function")
-        if function is None:  # LangChain: {"id", "name", "args"}
-            call_name, args = call.get("name"), call.get("args")
-        elif type(function) is dict:  # OpenAI: {"id", "function": {"name", "arguments"}}
-            call_name, args = function.get("name"), function.get("arguments")
-        else:
-            return None
-        cid = call.get("id")
-        read.append(
-            (
-                cid if type(cid) is str and cid else _as_id(cid),
-                call_name if type(call_name) is str else "",
-                args if type(args) is str and args else _json(args or {}),
-            )
-        )
-    if len(read) == 1:
-        cid, call_name, args = read[0]
-        return (cid,) if cid is not None and role == AI else _EMPTY, ((call_name, args),)
-    issued = _dedupe(c for c, _, _ in read if c is not None) if role == AI else _EMPTY
-    return issued, _unique_calls(read)
 
 
 _PYDANTIC = 2
-#: Per class: 0 when :func:`read_plain` must not read its instances, 1 when every field
-#: it reads lives in the instance ``__dict__``, :data:`_PYDANTIC` when undeclared fields
+#: Per class: 0 when the fast path must not read its instances, 1 when every field it
+#: reads lives in the instance ``__dict__``, :data:`_PYDANTIC` when undeclared fields
 #: may also live elsewhere (pydantic models with ``extra="allow"``, as LangChain's are).
 _PLAIN_CLASSES: dict[type, int] = {}
 
@@ -751,7 +1016,51 @@ def _plain_class(cls: type) -> int:
     return kind
 
 
-#: Attributes :func:`message_parts` and :func:`read_message` read from a message object.
+
+def _call_ids(calls: object) -> Iterator[str]:
+    if not isinstance(calls, (list, tuple)):
+        return
+    for call in calls:
+        ident = _as_id(_get(call, "id"))
+        if ident is not None:
+            yield ident
+
+
+def _block_ids(content: object, block_types: frozenset[str], key: str) -> Iterator[str]:
+    if not isinstance(content, (list, tuple)):
+        return
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") in block_types:
+            ident = _as_id(block.get(key))
+            if ident is not None:
+                yield ident
+
+
+def message_id(message: object) -> str | None:
+    """The id of a message of any shape, or ``None``."""
+    if isinstance(message, Mapping):
+        return _as_id(_payload(message)[0].get("id"))
+    return _as_id(getattr(message, "id", None))
+
+
+def is_merge_update(message: object) -> bool:
+    """True for what only LangGraph's ``add_messages`` reads as an update, not a message.
+
+    A ``("user", "hi")`` tuple, a bare string, or a removal (:func:`is_removal`).
+    """
+    return isinstance(message, (str, tuple)) or is_removal(message)
+
+
+def raw_message_id(message: object) -> object:
+    """The id of a message as stored (``1`` and ``"1"`` differ), or ``None`` for none."""
+    if isinstance(message, Mapping):
+        value = _payload(message)[0].get("id")
+    else:
+        value = getattr(message, "id", None)
+    return None if value is None or value == "" else value
+
+
+#: Attributes the reader reads from a message object.
 _OBJECT_FIELDS = (
     "type",
     "role",
@@ -869,7 +1178,7 @@ def editable_body(message: object) -> Any:
 
 def holding_block(message: object, path: tuple[str | int, ...]) -> Any:
     """The content block (a Gemini part) an :class:`EditablePart` path leads into."""
-    fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+    fields: Any = _fields(message)
     return _get(fields, str(path[0]))[path[1]]
 
 
@@ -925,7 +1234,7 @@ def _block_kind(block: object) -> str:
 _GEMINI_KINDS = {
     _gemini.TEXT: TEXT_PART,
     "blank": BLANK_PART,
-    _gemini.THOUGHT: "reasoning",
+    _gemini.THOUGHT: REASONING_PART,
     _gemini.CALL: TOOL_USE_PART,
     _gemini.RESPONSE: TOOL_RESULT_PART,
     _gemini.MEDIA: MEDIA_PART,
@@ -950,20 +1259,18 @@ def content_kinds(message: object, index: int = 0) -> tuple[str, ...]:
 
     A list of blocks gives one kind per block (``"text"``, ``"blank"`` for a text
     block with no non-whitespace character, ``"tool_use"``, ``"tool_result"``,
-    ``"media"``, ``"other"``); a string gives ``("text",)``, or ``()`` when it is
-    blank or the content is missing. Tool calls kept outside the content (OpenAI
-    ``tool_calls``) are not parts: read them from :func:`read_message`.
+    ``"media"``, ``"reasoning"``, ``"other"``); a string gives ``("text",)``, or ``()``
+    when it is blank or the content is missing. Tool calls kept outside the content
+    (OpenAI ``tool_calls``) are not parts: read them from :func:`read_message`.
     """
-    read_message(message, index)  # the same shape checks, and errors naming the index
-    if _pydantic_ai.is_message(message):
-        return _pydantic_ai.kinds(message)
-    if isinstance(message, Mapping) and _gemini.is_content(message):
-        return tuple(_GEMINI_KINDS[k] for k in _gemini.kinds(message["parts"]))
+    record = read_message(message, index)  # the shape checks, and errors naming the index
+    return record.shape.kinds(message, record)
+
+
+def _chat_kinds(message: object) -> tuple[str, ...]:
     content = message_content(message)
     if content is None:
         return ()
-    if _converse(content):
-        return tuple(_BEDROCK_KINDS[k] for k in _bedrock.kinds(content))
     if isinstance(content, str):
         return (TEXT_PART,) if content.strip() else ()
     if isinstance(content, Mapping):
@@ -1113,27 +1420,24 @@ def editable_parts(message: object, index: int = 0) -> tuple[EditablePart, ...]:
     Raises:
         MessageFormatError: the message cannot be read; the error names ``index``.
     """
-    view = read_message(message, index)
-    if _pydantic_ai.is_message(message):
-        return ()  # context editing does not rewrite PydanticAI parts yet
-    mapping = isinstance(message, Mapping)
-    fields: Any = _payload(message)[0] if mapping else message  # type: ignore[arg-type]
-    if mapping and _gemini.is_content(fields):
-        return tuple(EditablePart(*part) for part in _gemini.editable(fields["parts"]))
+    record = read_message(message, index)
+    return record.shape.editable(message, record)
+
+
+def _chat_editable(message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+    fields: Any = _fields(message)
     out: list[EditablePart] = []
     content = _get(fields, "content")
-    if _converse(content):
-        return tuple(EditablePart(*part) for part in _bedrock.editable(content))
-    if view.role == TOOL:
+    if record.role == TOOL:
         name = _get(fields, "name")
-        call = view.answers[0] if view.answers else None
+        call = record.answers[0] if record.answers else None
         tool = name if isinstance(name, str) and name else None
         out.append(EditablePart(("content",), TOOL_RESULT_PART, call, tool, content))
     elif isinstance(content, str):
         out.append(EditablePart(("content",), TEXT_PART, None, None, content))
     elif isinstance(content, (list, tuple)):
         _block_parts(content, out)
-    if view.role == AI:
+    if record.role == AI:
         _call_parts(fields, (), out)
         extra = None if isinstance(fields, Mapping) else getattr(fields, "additional_kwargs", None)
         if isinstance(extra, Mapping):
@@ -1227,9 +1531,9 @@ def part_text(value: object) -> str:
     found = _bedrock.result_text(value)
     if found is not None:
         return found
-    parts = _PartsBuilder()
-    parts.content(value)
-    return "\n".join(parts.texts)
+    walk = _Walk()
+    walk.content(value)
+    return "\n".join(walk.texts)
 
 
 def reported_input_tokens(value: object) -> int | None:
@@ -1322,3 +1626,99 @@ def synthetic_results(
         else:
             out.append({"type": "tool", **body})
     return out
+
+
+# -- shapes of whole lists, and writing in a message's shape -------------------------
+
+
+def looks_like_message(value: object) -> bool:
+    """Whether a decoded JSON value is a message of a shape the reader reads (a dict with
+    a ``role`` or a ``type``)."""
+    return isinstance(value, dict) and ("role" in value or "type" in value)
+
+
+def serialisation(messages: list[Any]) -> str:
+    """``"dumpd"`` or ``"messages_to_dict"`` when every message is in that LangChain
+    serialisation, else ``""``."""
+    if not messages or not all(isinstance(m, dict) for m in messages):
+        return ""
+    if all(m.get("lc") == 1 and m.get("type") == "constructor" for m in messages):
+        return "dumpd"
+    if all("type" in m and isinstance(m.get("data"), dict) for m in messages):
+        return "messages_to_dict"
+    return ""
+
+
+def has_anthropic_blocks(messages: list[Any]) -> bool:
+    """Whether any dict message carries Anthropic ``tool_use`` / ``tool_result`` blocks."""
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
+        ):
+            return True
+    return False
+
+
+def text_block(block: object) -> str | None:
+    """The text of a content part that may be cut into pieces: a string or a ``text``
+    block's text; ``None`` for any other part."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and block.get("type") == "text":
+        text = block.get("text")
+        if isinstance(text, str):
+            return text
+    return None
+
+
+def is_removal(message: object) -> bool:
+    """A LangGraph removal: ``RemoveMessage`` or ``{"type": "remove", "id": ...}``."""
+    if isinstance(message, Mapping):
+        return message.get("type") == "remove"
+    return getattr(message, "type", None) == "remove"
+
+
+def as_update(message: _M) -> _M:
+    """``message`` as ``add_messages`` reads it: a removal dict without content gets an
+    empty one (what ``RemoveMessage(id)`` means); anything else is returned as it is."""
+    if isinstance(message, dict) and is_removal(message) and "content" not in message:
+        return {**message, "content": ""}  # type: ignore[return-value]
+    return message
+
+
+def _is_langchain(message: object) -> bool:
+    return type(message).__module__.startswith(("langchain_core.", "langchain."))
+
+
+def match_shape(block: list[Any], sample: object) -> list[Any]:
+    """OpenAI-style dicts (``role`` ``user``/``assistant``) in the shape of ``sample``.
+
+    LangChain messages become ``HumanMessage``/``AIMessage`` carrying the package's
+    marker (:data:`INJECTED_KEY`) in ``additional_kwargs``; dicts using LangChain role
+    names (``human``/``ai``, as ``role`` or ``type``) get those; anything else is left
+    as it is.
+    """
+    if _is_langchain(sample):
+        from langchain_core.messages import AIMessage, HumanMessage
+
+        out: list[Any] = []
+        for message in block:
+            cls = HumanMessage if message["role"] == "user" else AIMessage
+            extra = {INJECTED_KEY: message[INJECTED_KEY]} if INJECTED_KEY in message else {}
+            out.append(cls(content=message["content"], id=message["id"], additional_kwargs=extra))
+        return out
+    if not isinstance(sample, Mapping):
+        return block
+    key = "role" if "role" in sample else "type"
+    if sample.get(key) not in ("human", "ai"):
+        return block
+    names = {"user": "human", "assistant": "ai"}
+    if key == "role":
+        return [{**m, "role": names[m["role"]]} for m in block]
+    renamed = []
+    for m in block:
+        out_m = {"type": names[m["role"]]}
+        out_m.update((k, v) for k, v in m.items() if k != "role")
+        renamed.append(out_m)
+    return renamed

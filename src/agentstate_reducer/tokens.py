@@ -45,18 +45,18 @@ from typing import Any, NamedTuple
 from .errors import ConfigError, MessageFormatError
 from .messages import (
     AI,
+    CHAT,
     FUNCTION,
     HUMAN,
+    NO_EXTRAS,
     SYSTEM,
     TOOL,
+    MessageRecord,
     MessageView,
-    PlainExtras,
-    PlainRead,
+    args_text,
     copy_state,
-    message_parts,
     message_state,
     read_message,
-    read_plain,
 )
 
 __all__ = (
@@ -128,57 +128,47 @@ def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 
     call's name and JSON arguments, ``tool_call_id`` and ``tool_result`` ids, and
     :data:`MEDIA_TOKENS` per image, audio clip, video or file.
     """
-    read = read_plain(message)
-    if read is not None:  # the common shapes, read without building MessageParts
-        return _count_read(read, text_tokens)
-    parts = message_parts(message, index)
-    total = _FRAME_TOKENS + parts.media * MEDIA_TOKENS
-    total += 1 if parts.role in _KNOWN_ROLES else text_tokens(parts.role)
-    if parts.name:
-        total += _NAME_TOKENS + text_tokens(parts.name)
-    for text in parts.texts:
+    return _count_record(read_message(message, index), text_tokens)
+
+
+def _count_record(record: MessageRecord, text_tokens: Callable[[str], int]) -> int:
+    """:func:`count_message` of a message already read."""
+    role, _, _, answers, text, extras = record
+    total = _FRAME_TOKENS + 1 if role in _KNOWN_ROLES else _FRAME_TOKENS + text_tokens(role)
+    if text is not None:
         total += text_tokens(text)
-    for name, args in parts.tool_calls:
-        total += _TOOL_CALL_TOKENS + text_tokens(name) + text_tokens(args)
-    if parts.tool_call_id:
-        total += text_tokens(parts.tool_call_id)
-    for ident in parts.tool_result_ids:
+    if answers and role == TOOL and extras[7] is CHAT:  # a chat tool message's tool_call_id
+        total += text_tokens(answers[0])
+    if extras is NO_EXTRAS:
+        return total
+    name, texts, calls, call_id, result_ids, media, _, _ = extras
+    for text in texts:
+        total += text_tokens(text)
+    if name is not None:
+        total += _NAME_TOKENS + text_tokens(name)
+    for call_name, args in calls:
+        total += _TOOL_CALL_TOKENS + text_tokens(call_name) + text_tokens(args_text(args))
+    if call_id is not None:
+        total += text_tokens(call_id)
+    for ident in result_ids:
         total += text_tokens(ident)
-    return total
+    return total + media * MEDIA_TOKENS
 
 
-def _count_read(read: PlainRead, text_tokens: Callable[[str], int]) -> int:
-    """:func:`count_message` of a message read by :func:`read_plain` (its role is known)."""
-    text, extras = read[1], read[2]
-    total = _FRAME_TOKENS + 1 + (text_tokens(text) if text else 0)
-    return total if extras is None else total + _count_extras(extras, text_tokens)
+def read_counted(
+    message: Any, counter: TokenCounter, index: int = 0
+) -> tuple[MessageRecord, int] | None:
+    """The record and count of ``message`` in one read, or ``None``.
 
-
-def read_counted(message: Any, counter: TokenCounter) -> tuple[MessageView, int] | None:
-    """The view and count of ``message`` in one read, or ``None``.
-
-    For a built-in counter (the heuristic, exact counts) and a message of a shape
-    :func:`read_plain` reads; the result equals ``(read_message(message),
-    counter(message))``. ``None`` otherwise: read and count the message apart.
+    For a built-in counter (the heuristic, exact counts), whose count follows from the
+    record: the result equals ``(read_message(message), counter(message))``. ``None``
+    for any other counter: read and count the message apart.
     """
     text_tokens = _text_counter(counter)
     if text_tokens is None:
         return None
-    read = read_plain(message)
-    return None if read is None else (read[0], _count_read(read, text_tokens))
-
-
-def _count_extras(extras: PlainExtras, text_tokens: Callable[[str], int]) -> int:
-    """Tokens of the name, ``tool_call_id`` and tool calls read by :func:`read_plain`."""
-    name, call_id, calls = extras
-    total = 0
-    if name is not None:
-        total += _NAME_TOKENS + text_tokens(name)
-    for call_name, args in calls:
-        total += _TOOL_CALL_TOKENS + text_tokens(call_name) + text_tokens(args)
-    if call_id is not None:
-        total += text_tokens(call_id)
-    return total
+    record = read_message(message, index)
+    return record, _count_record(record, text_tokens)
 
 
 # -- the heuristic --------------------------------------------------------------------
@@ -1121,14 +1111,13 @@ class TokenCountCache:
       one C-level ``==`` that shares every string, so an unchanged message costs no
       copy, no read and no tokenization, while a message edited in place (however
       deep) or replaced by another object under the same id is read and counted again;
-    * or nothing yet, for a message of a common shape (:func:`read_plain`) counted by
-      the heuristic: its first sight takes no copy, which keeps a fresh reducer reading
-      a long history cheap. The next lookup reads and counts it again (cheap without a
-      tokenizer); if its view and count are unchanged they stand, and the copy is taken
-      then, to be compared from then on.
+    * or nothing yet, for a message counted by the heuristic: its first sight takes no
+      copy, which keeps a fresh reducer reading a long history cheap. The next lookup
+      reads and counts it again (cheap without a tokenizer); if its record and count
+      are unchanged they stand, and the copy is taken then, to be compared from then on.
 
-    A built-in counter (the heuristic, exact counts) reads a message of a common shape
-    once for both its view and its count.
+    A built-in counter (the heuristic, exact counts) reads a message once for both its
+    record and its count.
 
     Memory is bounded: past ``max(max_entries, 2 * len(messages))`` messages, or once
     the messages remembered hold more than ``max(max_held_tokens, 2 * the call's new
@@ -1229,11 +1218,14 @@ class TokenCountCache:
         meanwhile shows next time).
         """
         saved = copy_state(message_state(message))
-        read = read_plain(message)
-        if read is None or read[0] != self._views[slot]:
+        try:
+            record = read_message(message)
+        except MessageFormatError:
+            return False
+        if record != self._views[slot]:
             return False
         assert self._text_tokens is not None
-        if _count_read(read, self._text_tokens) != self._counts[slot]:
+        if _count_record(record, self._text_tokens) != self._counts[slot]:
             return False
         self._saved[slot] = saved
         return True
@@ -1261,12 +1253,12 @@ class TokenCountCache:
         k = 0
         try:
             for k, message in enumerate(batch):
-                if defer:
-                    read = read_plain(message)
-                    if read is not None:  # remembered without a copy until its second sight
-                        new_views[k] = read[0]
-                        new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
-                        continue
+                i = missing[k]
+                if defer:  # remembered without a copy until its second sight
+                    record = read_message(message, i) if given is None else given[i]
+                    new_views[k] = record
+                    new_counts[k] = _count_record(record, text_tokens)  # type: ignore[arg-type]
+                    continue
                 j = first.setdefault(id(message), k)
                 if j != k:  # the same object earlier in this call
                     new_views[k], new_counts[k] = new_views[j], new_counts[j]
@@ -1275,13 +1267,11 @@ class TokenCountCache:
                 # The copy is taken first: an edit made while this call reads and counts
                 # shows as a difference next time.
                 new_saved[k] = copy_state(message_state(message))
-                read = read_plain(message) if text_tokens is not None else None
-                if read is not None:  # a built-in counter: view and count in one read
-                    new_views[k] = read[0]
-                    new_counts[k] = _count_read(read, text_tokens)  # type: ignore[arg-type]
+                record = read_message(message, i) if given is None else given[i]
+                new_views[k] = record
+                if text_tokens is not None:  # a built-in counter: the count from the record
+                    new_counts[k] = _count_record(record, text_tokens)
                 else:
-                    i = missing[k]
-                    new_views[k] = read_message(message, i) if given is None else given[i]
                     new_counts[k] = int(counter(message))
         except RecursionError:
             raise MessageFormatError(

@@ -145,7 +145,7 @@ class _Sizer:
             assert self.per_message is not None
             message = self._messages[index]
             # A built-in counter reads the view and the count of a common shape at once.
-            read = read_counted(message, self.per_message)
+            read = read_counted(message, self.per_message, index)
             if read is None:
                 self._views[index]  # an unreadable message fails here, naming its index
                 count = self.per_message(message)
