@@ -34,10 +34,13 @@ from .messages import (
     HUMAN,
     SYSTEM,
     TOOL,
+    has_anthropic_blocks,
+    looks_like_message,
     message_parts,
     native_provider,
     normalize_role,
     read_message,
+    serialisation,
 )
 from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
 from .reducer import MessageReducer, repair_dangling_calls
@@ -51,7 +54,6 @@ _EXPECTED = (
     'expected a JSON list of messages, an object with a "messages" list, '
     "or JSONL (one message per line)"
 )
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
 #: The columns of ``count``: the heuristic, then each exact encoding.
 _COUNTERS = ("approximate", "o200k_base", "cl100k_base")
 #: ``--max-messages`` when not given: ReducerConfig's default.
@@ -172,29 +174,10 @@ def _parse_jsonl(
     return values, lines
 
 
-def _looks_like_message(value: object) -> bool:
-    return isinstance(value, dict) and ("role" in value or "type" in value)
-
-
 def _style(messages: list[Any]) -> str:
     """Name LangChain serialisations; empty for plain dicts."""
-    if not messages or not all(isinstance(m, dict) for m in messages):
-        return ""
-    if all(m.get("lc") == 1 and m.get("type") == "constructor" for m in messages):
-        return " (LangChain dumpd)"
-    if all("type" in m and isinstance(m.get("data"), dict) for m in messages):
-        return " (LangChain messages_to_dict)"
-    return ""
-
-
-def _has_anthropic_blocks(messages: list[Any]) -> bool:
-    for m in messages:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
-        ):
-            return True
-    return False
+    style = serialisation(messages)
+    return f" (LangChain {style})" if style else ""
 
 
 #: Top-level keys of a Converse request that no other request has.
@@ -240,7 +223,7 @@ def _from_object(source: str, document: dict[str, Any], indent: str | None) -> T
             source, "bedrock", label, ([system] if system else []) + messages,
             document, system, indent,
         )
-    if "system" in document or _has_anthropic_blocks(messages):
+    if "system" in document or has_anthropic_blocks(messages):
         system = None
         if "system" in document:
             system = {"role": "system", "content": document["system"]}
@@ -307,7 +290,7 @@ def load(path: str) -> Transcript:
             transcript = _from_object(source, document, indent)
         elif isinstance(document, dict) and "contents" in document:
             transcript = _from_gemini(source, document, indent)
-        elif _looks_like_message(document):
+        elif looks_like_message(document):
             transcript = Transcript(source, "jsonl", "JSONL" + _style([document]), [document],
                                     lines=[1])
         else:
@@ -370,7 +353,7 @@ def dump(transcript: Transcript, surviving: list[Any]) -> str:
 def _is_partial_system(transcript: Transcript, message: object) -> bool:
     return (
         isinstance(message, dict)
-        and message.get("role") == "system"
+        and read_message(message).role == SYSTEM
         and not any(m is message for m in transcript.messages)
     )
 

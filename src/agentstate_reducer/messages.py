@@ -694,10 +694,28 @@ def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
         if size == known:  # the commonest message: a role, text and maybe an id
             plain = (role, ident or None, (), (), content or None, NO_EXTRAS)
             return _new_record(MessageRecord, plain)
+        if size == known + 1 and role == TOOL:  # a tool result: text and the id it answers
+            call_id = message.get("tool_call_id")
+            if type(call_id) is str and call_id:
+                answered = (role, ident or None, (), (call_id,), content or None, NO_EXTRAS)
+                return _new_record(MessageRecord, answered)
     elif content is None:
         known = (2 if "content" in message else 1) + (ident is not None)
     else:
         return None
+    if size == known + 1 and role == AI:  # the commonest call: one OpenAI call
+        found = message.get("tool_calls")
+        if type(found) is list and len(found) == 1:
+            call = found[0]
+            function = call.get("function") if type(call) is dict else None
+            if type(function) is dict:
+                cid = call.get("id")
+                call_name = function.get("name")
+                if type(cid) is str and cid and type(call_name) is str:
+                    billed = ((call_name, function.get("arguments")),)
+                    extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+                    calling = (role, ident or None, (cid,), (), content or None, extras)
+                    return _new_record(MessageRecord, calling)
     # Keys not accounted for yet; a key holding None counts here until looked at.
     rest = size - known
     found = call_id = name = None

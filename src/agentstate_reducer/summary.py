@@ -27,6 +27,7 @@ from .messages import (
     TOOL,
     injected_kind,
     is_summary,
+    match_shape,
     message_id,
     message_parts,
     summary_covers,
@@ -134,48 +135,6 @@ def default_summary_messages_factory(
             INJECTED_KEY: {"kind": SUMMARY_ACK_KIND},
         },
     ]
-
-
-def _is_langchain(message: object) -> bool:
-    module = type(message).__module__
-    return module.startswith("langchain_core.") or module.startswith("langchain.")
-
-
-def _uses_langchain_roles(sample: Mapping[str, Any]) -> bool:
-    if "role" in sample:
-        return sample["role"] in ("human", "ai")
-    return sample.get("type") in ("human", "ai")
-
-
-def match_shape(block: list[Any], sample: object) -> list[Any]:
-    """Convert the default factory's dicts to the kind of message ``sample`` is.
-
-    LangChain messages become ``HumanMessage``/``AIMessage`` carrying the marker in
-    ``additional_kwargs``; dicts using LangChain role names (``human``/``ai``) get
-    those; anything else is left as it is.
-    """
-    if _is_langchain(sample):
-        from langchain_core.messages import AIMessage, HumanMessage
-
-        out: list[Any] = []
-        for message in block:
-            cls = HumanMessage if message["role"] == "user" else AIMessage
-            extra = {INJECTED_KEY: message[INJECTED_KEY]} if INJECTED_KEY in message else {}
-            out.append(cls(content=message["content"], id=message["id"], additional_kwargs=extra))
-        return out
-    if isinstance(sample, Mapping) and _uses_langchain_roles(sample):
-        key = "role" if "role" in sample else "type"
-        names = {"user": "human", "assistant": "ai"}
-        if key == "role":
-            return [{**m, "role": names[m["role"]]} for m in block]
-        return [_renamed(m, names) for m in block]
-    return block
-
-
-def _renamed(message: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
-    out = {"type": names[message["role"]]}
-    out.update((k, v) for k, v in message.items() if k != "role")
-    return out
 
 
 # -- the built-in summariser ---------------------------------------------------------

@@ -29,6 +29,7 @@ from .messages import (
     message_content,
     normalize_role,
     read_message,
+    text_block,
     with_content,
 )
 from .plan import Parents, Results, link_calls
@@ -246,17 +247,6 @@ def _splitter(text_splitter: Any) -> Callable[[str], list[str]]:
     )
 
 
-def _block_text(block: object) -> str | None:
-    """The text of a content block that may be split: a string or a ``text`` block."""
-    if isinstance(block, str):
-        return block
-    if isinstance(block, Mapping) and block.get("type") == "text":
-        text = block.get("text")
-        if isinstance(text, str):
-            return text
-    return None
-
-
 def _partial(
     message: M,
     fits: Callable[[M], bool],
@@ -285,7 +275,7 @@ def _partial(
         j = _largest(lambda j: fits(with_blocks(j)), 1, len(blocks) - 1)
         if j >= 1:
             return with_blocks(j)
-        text = _block_text(blocks[-1] if keep_end else blocks[0])
+        text = text_block(blocks[-1] if keep_end else blocks[0])
     elif isinstance(content, str):
         text = content
     if text is None:

@@ -16,7 +16,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from ..config import ReducerResult
 from ..errors import ConfigError
-from ..messages import message_id
+from ..messages import as_update, message_id
 from ..reducer import MessageReducer, as_message_list
 from ._saver import memory_namespace, warn_over_budget
 
@@ -58,14 +58,7 @@ def run_namespace(reducer: MessageReducer) -> Any:
 
 def _as_update(value: Any) -> list[Any]:
     # add_messages' coercion: a tuple such as ("user", "hi") is one message, not a list.
-    return [_removal(m) for m in value] if isinstance(value, list) else [_removal(value)]
-
-
-def _removal(message: Any) -> Any:
-    # {"type": "remove", "id": ...} needs no content to mean what RemoveMessage(id) means.
-    if isinstance(message, dict) and message.get("type") == "remove" and "content" not in message:
-        return {**message, "content": ""}
-    return message
+    return [as_update(m) for m in value] if isinstance(value, list) else [as_update(value)]
 
 
 class PrunedIds:
