@@ -178,7 +178,8 @@ def test_reasoning_refusal_json_and_unknown_blocks() -> None:
         {"type": "redacted_thinking", "data": "opaque" * 100},
     ]
     parts = message_parts({"role": "assistant", "content": content})
-    assert parts.texts == ("hmm", "plan", "why", "no", '{"k":[1]}', "cited")
+    # A signature is never billed; redacted thinking is, by the size of its data.
+    assert parts.texts == ("hmm", "plan", "why", "no", '{"k":[1]}', "cited", "opaque" * 100)
 
 
 @pytest.mark.parametrize(

@@ -125,4 +125,5 @@ def test_reasoning_only_assistant_turn_is_not_empty_for_anthropic() -> None:
         {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]},
         {"role": "user", "content": "go on"},
     ]
-    assert validate_history(h, provider="anthropic") == []
+    # Not empty-text; but Anthropic rejects a turn ending with its thinking block.
+    assert [p.rule for p in validate_history(h, provider="anthropic")] == ["thinking-last"]

@@ -55,6 +55,7 @@ __all__ = (
     "MessageParts",
     "MessageRecord",
     "MessageView",
+    "ReasoningPart",
     "Shape",
     "content_kinds",
     "args_text",
@@ -78,6 +79,7 @@ __all__ = (
     "raw_message_id",
     "read_message",
     "read_messages",
+    "reasoning_parts",
     "summary_covers",
     "synthetic_results",
     "as_update",
@@ -622,6 +624,7 @@ def _read_object(message: object) -> MessageRecord | None:
         or extra.get("tool_calls")
         or extra.get("invalid_tool_calls")
         or extra.get("function_call") is not None
+        or "reasoning_content" in extra
     ):
         return None
     return _read_fields(get, get("type"))
@@ -630,7 +633,7 @@ def _read_object(message: object) -> MessageRecord | None:
 def _read_fields(get: Callable[[str], Any], raw: object) -> MessageRecord | None:
     """:func:`_read_fast` of the fields ``get`` reads (an object's, or a LangChain dict's)."""
     role = _ALIASES.get(raw) if type(raw) is str else None
-    if role is None:
+    if role is None or get("reasoning_content") is not None:
         return None
     content = get("content")
     ident = get("id")
@@ -850,6 +853,7 @@ def _read(message: object, index: int) -> MessageRecord:
     walk = _Walk()
     _field_calls(fields, walk)
     walk.content(_get(fields, "content"), top=True)
+    walk.text(_reasoning_field(fields))
     name = _get(fields, "name")
     call_id = _as_id(_get(fields, "tool_call_id"))
     calls: tuple[str, ...] = _EMPTY
@@ -938,6 +942,8 @@ class _Walk:
                 self.reasoning.append(index)
             if kind == "thinking":
                 self.text(block.get("thinking"))
+            elif kind == "redacted_thinking":  # encrypted: its size stands for its tokens
+                self.text(block.get("data"))
             elif kind == "reasoning":
                 self.text(block.get("reasoning", block.get("text")))
                 summary = block.get("summary")
@@ -998,6 +1004,54 @@ def _unique_calls(
                 continue
             seen.add(ident)
         out.append((name, args))
+    return tuple(out)
+
+
+def _reasoning_field(fields: Any) -> object:
+    """DeepSeek's ``reasoning_content`` (a field, or in ``additional_kwargs``), or ``None``."""
+    found = _get(fields, "reasoning_content")
+    if found is None and not isinstance(fields, Mapping):
+        extra = getattr(fields, "additional_kwargs", None)
+        if isinstance(extra, Mapping):
+            found = extra.get("reasoning_content")
+    return found
+
+
+class ReasoningPart(NamedTuple):
+    """One piece of reasoning a message carries back to its provider."""
+
+    #: ``"thinking"`` / ``"redacted_thinking"`` (Anthropic blocks), ``"reasoning"`` (a
+    #: LangChain v1 block) or ``"reasoning_content"`` (DeepSeek's field).
+    kind: str
+    #: Index of the content block, or ``None`` for a field.
+    block: int | None
+    #: Whether it carries what the provider checks it by: a ``thinking`` block's
+    #: ``signature``, a ``redacted_thinking`` block's ``data`` (always true otherwise).
+    signed: bool
+
+
+def reasoning_parts(message: object, index: int = 0) -> tuple[ReasoningPart, ...]:
+    """The reasoning a message carries, in order: never edited, never cut (see trim, edit).
+
+    Raises:
+        MessageFormatError: the message cannot be read; the error names ``index``.
+    """
+    record = read_message(message, index)
+    out: list[ReasoningPart] = []
+    if record.reasoning:  # the positions of the content's reasoning blocks
+        content = message_content(message)
+        for i in record.reasoning:
+            block = content[i]
+            block_type = block.get("type")
+            if block_type in ("thinking", "redacted_thinking"):
+                proof = block.get("signature" if block_type == "thinking" else "data")
+                out.append(ReasoningPart(block_type, i, isinstance(proof, str) and bool(proof)))
+            else:
+                out.append(ReasoningPart("reasoning", i, True))
+    if record.shape is CHAT:
+        fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
+        if isinstance(_reasoning_field(fields), str):
+            out.append(ReasoningPart("reasoning_content", None, True))
     return tuple(out)
 
 

@@ -32,6 +32,7 @@ from .messages import (
     call_signatures,
     content_kinds,
     read_messages,
+    reasoning_parts,
 )
 from .reducer import as_message_list
 
@@ -42,6 +43,7 @@ __all__ = (
     "EMPTY_TEXT",
     "FIRST_NOT_USER",
     "LATE_RESULT",
+    "MISSING_REASONING",
     "MISSING_SIGNATURE",
     "ORPHAN_RESULT",
     "PROVIDERS",
@@ -50,7 +52,11 @@ __all__ = (
     "RESULTS_FIRST",
     "RULES",
     "SPLIT_PARALLEL",
+    "THINKING_FIRST",
+    "THINKING_LAST",
+    "THINKING_TURN",
     "UNANSWERED_CALL",
+    "UNSIGNED_THINKING",
     "InvalidHistoryError",
     "Problem",
     "check_history",
@@ -71,6 +77,12 @@ FIRST_NOT_USER = "first-not-user"
 ALTERNATION = "alternation"
 RESULTS_FIRST = "results-first"
 EMPTY_TEXT = "empty-text"
+UNSIGNED_THINKING = "unsigned-thinking"
+THINKING_FIRST = "thinking-first"
+THINKING_LAST = "thinking-last"
+THINKING_TURN = "thinking-turn"
+# Rules of OpenAI-compatible chat only (DeepSeek's thinking mode).
+MISSING_REASONING = "missing-reasoning"
 # Rules of Gemini only.
 RESPONSE_COUNT = "response-count"
 CALL_TURN_ORDER = "call-turn-order"
@@ -80,7 +92,14 @@ REASONING_FIRST = "reasoning-first"
 
 #: Every rule, by provider.
 RULES: dict[str, tuple[str, ...]] = {
-    "openai": (ORPHAN_RESULT, LATE_RESULT, DUPLICATE_RESULT, UNANSWERED_CALL, SPLIT_PARALLEL),
+    "openai": (
+        ORPHAN_RESULT,
+        LATE_RESULT,
+        DUPLICATE_RESULT,
+        UNANSWERED_CALL,
+        SPLIT_PARALLEL,
+        MISSING_REASONING,
+    ),
     "anthropic": (
         ORPHAN_RESULT,
         LATE_RESULT,
@@ -91,6 +110,10 @@ RULES: dict[str, tuple[str, ...]] = {
         ALTERNATION,
         RESULTS_FIRST,
         EMPTY_TEXT,
+        UNSIGNED_THINKING,
+        THINKING_FIRST,
+        THINKING_LAST,
+        THINKING_TURN,
     ),
     "gemini": (
         ORPHAN_RESULT,
@@ -284,7 +307,110 @@ class _Checker:
                 self.close(i)
             self.previous = role
         self.close(None)
+        if self.anthropic:
+            self._thinking_checks()
+        else:
+            self._reasoning_content_checks()
         return sorted(self.problems, key=lambda p: p.index)
+
+    def _turns(self) -> list[list[int]]:
+        """The assistant turns: runs of consecutive ai messages (system messages aside)."""
+        turns: list[list[int]] = []
+        run: list[int] = []
+        for i, view in enumerate(self.views):
+            if view.role == SYSTEM:
+                continue
+            if view.role == AI:
+                run.append(i)
+            elif run:
+                turns.append(run)
+                run = []
+        if run:
+            turns.append(run)
+        return turns
+
+    def _thinking_checks(self) -> None:
+        """Anthropic extended thinking: signed blocks, first in their turn, never last, and
+        the assistant turn of the latest tool round opening with one."""
+        thinking = False
+        turns = self._turns()
+        for turn in turns:
+            kinds: list[str] = []
+            for i in turn:
+                for part in reasoning_parts(self.messages[i], i):
+                    thinking = True
+                    if not part.signed:
+                        field = "signature" if part.kind == "thinking" else "data"
+                        self.add(
+                            i,
+                            UNSIGNED_THINKING,
+                            f"{part.kind} block content[{part.block}] has no {field} (Anthropic: "
+                            f"'messages.{i}.content.{part.block}.{part.kind}.{field}: Field "
+                            "required')",
+                            "send the block back exactly as the API returned it, or drop it",
+                        )
+                kinds.extend(content_kinds(self.messages[i], i))
+            if REASONING_PART not in kinds:
+                continue
+            if kinds[0] != REASONING_PART:
+                self.add(
+                    turn[0],
+                    THINKING_FIRST,
+                    f"the assistant turn holds thinking blocks but opens with {kinds[0]!r} "
+                    "(Anthropic: 'If an assistant message contains any thinking blocks, the "
+                    "first block must be thinking or redacted_thinking.')",
+                    "keep the thinking blocks first, as the API returned them",
+                )
+            # Calls kept outside the content (tool_calls) are sent as tool_use blocks last.
+            if kinds[-1] == REASONING_PART and not self.views[turn[-1]].calls:
+                self.add(
+                    turn[-1],
+                    THINKING_LAST,
+                    "the assistant turn ends with a thinking block (Anthropic: 'The final "
+                    "block in an assistant message cannot be `thinking`.')",
+                    "keep the blocks that followed the thinking block, or drop it",
+                )
+        if not thinking or not turns:
+            return
+        last = turns[-1]
+        after = [v for v in self.views[last[-1] + 1 :] if v.role != SYSTEM]
+        if not any(self.views[i].calls for i in last) or any(
+            not v.answers for v in after
+        ):
+            return  # no tool round in progress: the rule is about the latest one
+        kinds = [k for i in last for k in content_kinds(self.messages[i], i)]
+        if not kinds or kinds[0] != REASONING_PART:
+            self.add(
+                last[0],
+                THINKING_TURN,
+                "thinking is on, but the assistant turn of the latest tool round does not "
+                "open with a thinking block (Anthropic: 'When `thinking` is enabled, a final "
+                "`assistant` message must start with a thinking block (preceeding the "
+                "lastmost set of `tool_use` and `tool_result` blocks).')",
+                "send that turn's thinking block back with it",
+            )
+
+    def _reasoning_content_checks(self) -> None:
+        """DeepSeek's thinking mode: once any assistant message carries reasoning_content,
+        each one issuing tool calls must carry it too."""
+        parts = [
+            reasoning_parts(self.messages[i], i) if v.role == AI else ()
+            for i, v in enumerate(self.views)
+        ]
+        if not any(p.kind == "reasoning_content" for found in parts for p in found):
+            return
+        for i, view in enumerate(self.views):
+            if view.role != AI or not view.calls:
+                continue
+            if not any(p.kind == "reasoning_content" for p in parts[i]):
+                self.add(
+                    i,
+                    MISSING_REASONING,
+                    "assistant message issues tool calls without the reasoning_content other "
+                    "assistant messages carry (DeepSeek: 'Missing `reasoning_content` field in "
+                    f"the assistant message at message index {i}.')",
+                    "send reasoning_content back on every assistant message of a tool round",
+                )
 
     def _text_after_results(self, index: int) -> bool:
         kinds = content_kinds(self.messages[index], index)
