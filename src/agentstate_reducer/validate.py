@@ -330,64 +330,67 @@ class _Checker:
         return turns
 
     def _thinking_checks(self) -> None:
-        """Anthropic extended thinking: signed blocks, first in their turn, never last, and
-        the assistant turn of the latest tool round opening with one."""
+        """Anthropic extended thinking: signed blocks, first in their message, never last,
+        and the message issuing the latest tool round's calls opening with one."""
         thinking = False
-        turns = self._turns()
-        for turn in turns:
-            kinds: list[str] = []
-            for i in turn:
-                for part in reasoning_parts(self.messages[i], i):
-                    thinking = True
-                    if not part.signed:
-                        field = "signature" if part.kind == "thinking" else "data"
-                        self.add(
-                            i,
-                            UNSIGNED_THINKING,
-                            f"{part.kind} block content[{part.block}] has no {field} (Anthropic: "
-                            f"'messages.{i}.content.{part.block}.{part.kind}.{field}: Field "
-                            "required')",
-                            "send the block back exactly as the API returned it, or drop it",
-                        )
-                kinds.extend(content_kinds(self.messages[i], i))
+        for i, view in enumerate(self.views):
+            if view.role != AI:
+                continue
+            parts = reasoning_parts(self.messages[i], i)
+            if not parts:
+                continue
+            thinking = True
+            for part in parts:
+                if not part.signed:
+                    field = "signature" if part.kind == "thinking" else "data"
+                    self.add(
+                        i,
+                        UNSIGNED_THINKING,
+                        f"{part.kind} block content[{part.block}] has no {field} (Anthropic: "
+                        f"'messages.{i}.content.{part.block}.{part.kind}.{field}: Field "
+                        "required')",
+                        "send the block back exactly as the API returned it, or drop it",
+                    )
+            kinds = content_kinds(self.messages[i], i)
             if REASONING_PART not in kinds:
                 continue
             if kinds[0] != REASONING_PART:
                 self.add(
-                    turn[0],
+                    i,
                     THINKING_FIRST,
-                    f"the assistant turn holds thinking blocks but opens with {kinds[0]!r} "
+                    f"the assistant message holds thinking blocks but opens with {kinds[0]!r} "
                     "(Anthropic: 'If an assistant message contains any thinking blocks, the "
                     "first block must be thinking or redacted_thinking.')",
                     "keep the thinking blocks first, as the API returned them",
                 )
             # Calls kept outside the content (tool_calls) are sent as tool_use blocks last.
-            if kinds[-1] == REASONING_PART and not self.views[turn[-1]].calls:
+            if kinds[-1] == REASONING_PART and not view.calls:
                 self.add(
-                    turn[-1],
+                    i,
                     THINKING_LAST,
-                    "the assistant turn ends with a thinking block (Anthropic: 'The final "
+                    "the assistant message ends with a thinking block (Anthropic: 'The final "
                     "block in an assistant message cannot be `thinking`.')",
                     "keep the blocks that followed the thinking block, or drop it",
                 )
+        turns = self._turns()
         if not thinking or not turns:
             return
         last = turns[-1]
         after = [v for v in self.views[last[-1] + 1 :] if v.role != SYSTEM]
-        if not any(self.views[i].calls for i in last) or any(
-            not v.answers for v in after
-        ):
+        callers = [i for i in last if self.views[i].calls]
+        if not callers or any(not v.answers for v in after):
             return  # no tool round in progress: the rule is about the latest one
-        kinds = [k for i in last for k in content_kinds(self.messages[i], i)]
+        i = callers[-1]
+        kinds = content_kinds(self.messages[i], i)
         if not kinds or kinds[0] != REASONING_PART:
             self.add(
-                last[0],
+                i,
                 THINKING_TURN,
-                "thinking is on, but the assistant turn of the latest tool round does not "
+                "thinking is on, but the assistant message of the latest tool round does not "
                 "open with a thinking block (Anthropic: 'When `thinking` is enabled, a final "
                 "`assistant` message must start with a thinking block (preceeding the "
                 "lastmost set of `tool_use` and `tool_result` blocks).')",
-                "send that turn's thinking block back with it",
+                "send that message's thinking block back with it",
             )
 
     def _reasoning_content_checks(self) -> None:
