@@ -32,6 +32,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agentstate_reducer import (
     ConfigError,
+    ConfigTypeError,
     MessageFormatError,
     MessageReducer,
     ReducerConfig,
@@ -511,6 +512,65 @@ def test_type_errors_name_the_argument(args: Any, kwargs: dict[str, Any], names:
     params: dict[str, Any] = {"max_tokens": 5, "token_counter": len, **kwargs}
     with pytest.raises(TypeError, match=names):
         trim_messages(args, **params)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "names"),
+    [
+        (5, {}, "messages"),
+        ([], {"max_tokens": "10"}, "max_tokens"),
+        ([], {"max_tokens": True}, "max_tokens"),
+        ([], {"token_counter": object()}, "token_counter"),
+        ([], {"strategy": 1}, "strategy"),
+        ([], {"include_system": "yes"}, "include_system"),
+        ([], {"allow_partial": 1}, "allow_partial"),
+        ([], {"keep_tool_pairs": None}, "keep_tool_pairs"),
+        ([], {"start_on": b"human"}, "start_on"),
+        ([], {"end_on": {"role": "ai"}}, "end_on"),
+        ([], {"text_splitter": 5}, "text_splitter"),  # checked even without allow_partial
+    ],
+)
+def test_wrong_types_raise_config_type_error_naming_the_argument(
+    args: Any, kwargs: dict[str, Any], names: str
+) -> None:
+    params: dict[str, Any] = {"max_tokens": 5, "token_counter": len, **kwargs}
+    with pytest.raises(ConfigTypeError, match=rf"^{names}\b") as info:
+        trim_messages(args, **params)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "names"),
+    [
+        ({"max_tokens": float("nan")}, "max_tokens"),
+        ({"start_on": "humn"}, "start_on"),
+        ({"end_on": ["ai", "robot"]}, "end_on"),
+    ],
+)
+def test_wrong_values_raise_config_error_naming_the_argument(
+    kwargs: dict[str, Any], names: str
+) -> None:
+    params: dict[str, Any] = {"max_tokens": 5, "token_counter": len, **kwargs}
+    with pytest.raises(ConfigError, match=rf"^{names}\b") as info:
+        trim_messages(_conversation(), **params)
+    assert not isinstance(info.value, TypeError)
+
+
+def test_arguments_are_checked_before_any_message_is_read() -> None:
+    with pytest.raises(ConfigError, match="strategy"):
+        trim_messages([42], max_tokens=5, token_counter=len, strategy="middle")
+
+
+def test_none_is_an_empty_history_as_for_reduce() -> None:
+    assert trim_messages(None, max_tokens=5, token_counter=len) == []
+    assert MessageReducer().reduce(None).surviving == []
+
+
+def test_edge_values_that_are_valid_still_work() -> None:
+    history = _conversation()
+    assert trim_messages(history, max_tokens=0, token_counter=len) == []
+    assert trim_messages(history, max_tokens=float("inf"), token_counter=len) == history
+    assert trim_messages(history, max_tokens=2.5, token_counter=len) == history[-2:]
 
 
 def test_unreadable_message_names_its_index() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from strategies import SHAPES, Calls, Results, Say, Script, histories, render
 
 from agentstate_reducer import MessageFormatError, Problem, check_history, validate_history
 from agentstate_reducer.messages import content_kinds, read_message
-from agentstate_reducer.validate import RULES, InvalidHistoryError
+from agentstate_reducer.validate import PROVIDERS, RULES, UNKNOWN_ROLE, InvalidHistoryError
 
 
 def _user(text: str = "hi") -> dict[str, Any]:
@@ -146,6 +147,7 @@ def test_every_rule_is_exercised() -> None:
     seen |= {"results-first"}  # exercised by the block-shape tests below
     # The reasoning rules are exercised in test_reasoning.py.
     seen |= {"unsigned-thinking", "thinking-first", "thinking-last", "thinking-turn"}
+    seen |= {"unknown-role"}  # exercised for every provider below
     assert seen == set(RULES["anthropic"])
     assert set(RULES["openai"]) - {"missing-reasoning"} < set(RULES["anthropic"])
 
@@ -216,8 +218,8 @@ def test_langchain_messages_of_every_kind() -> None:
         ChatMessage(role="critic", content="meh"),
         AIMessage("done"),
     ]
-    assert _found(history, "openai") == []
-    assert _found(history, "anthropic") == [(4, "alternation")]
+    assert _found(history, "openai") == [(4, "unknown-role")]
+    assert _found(history, "anthropic") == [(4, "unknown-role")]
 
 
 # -- Anthropic content blocks ----------------------------------------------------------
@@ -331,6 +333,53 @@ def test_check_history_raises_listing_every_problem() -> None:
 def test_check_history_returns_valid_history_unchanged() -> None:
     history = [_user(), _ai()]
     assert check_history(history, provider="anthropic") is history
+
+
+NO_ROLE = "message has no role"
+CRITIC = "role 'critic' is not a message role"
+#: A message with no role or an unknown one, and the problem's detail.
+ROLELESS: dict[str, tuple[Any, str]] = {
+    "dict without a role": ({"content": "hello"}, NO_ROLE),
+    "dict with a role that is not a string": ({"role": 5, "content": "hello"}, NO_ROLE),
+    "dict with an empty role": ({"role": "", "content": "hello"}, NO_ROLE),
+    "dict with an unknown role": ({"role": "Critic", "content": "hello"}, CRITIC),
+    "LangChain dict of an unknown type": (
+        {"type": "critic", "data": {"content": "hello"}},
+        CRITIC,
+    ),
+    "ChatMessage with a custom role": (ChatMessage(role="critic", content="hello"), CRITIC),
+    "object of an unknown type": (SimpleNamespace(type="critic", content="hello"), CRITIC),
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", sorted(ROLELESS))
+def test_a_missing_or_unknown_role_is_reported_for_every_provider(
+    name: str, provider: str
+) -> None:
+    message, detail = ROLELESS[name]
+    history = [_user(), _ai("", "a"), _tool("a"), _ai(), message, _user(), _ai()]
+    problems = validate_history(history, provider=provider)
+    assert [(p.index, p.rule, p.detail) for p in problems] == [(4, UNKNOWN_ROLE, detail)]
+    assert "'user', 'assistant', 'system' or 'tool'" in problems[0].fix
+    assert UNKNOWN_ROLE in RULES[provider]
+    with pytest.raises(InvalidHistoryError, match=r"message 4: .*\[unknown-role\]"):
+        check_history(history, provider=provider)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_known_role_and_alias_is_accepted(provider: str) -> None:
+    aliases = [
+        {"role": "system", "content": "s"},
+        {"role": "developer", "content": "d"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "a"},
+        {"role": "human", "content": "h"},
+        {"role": "ai", "content": "x"},
+        HumanMessage("h"),
+        AIMessage("a"),
+    ]
+    assert UNKNOWN_ROLE not in {p.rule for p in validate_history(aliases, provider=provider)}
 
 
 def test_bad_provider_is_named() -> None:

@@ -14,16 +14,21 @@ lists found by galloping then bisection, O(log n) calls.
 from __future__ import annotations
 
 import inspect
+import math
 import types
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, TypeVar, Union
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigTypeError
 from .messages import (
+    AI,
     BLANK_PART,
+    FUNCTION,
+    HUMAN,
     REASONING_PART,
     SYSTEM,
+    TOOL,
     MessageView,
     content_kinds,
     message_content,
@@ -33,7 +38,7 @@ from .messages import (
     with_content,
 )
 from .plan import Parents, Results, link_calls
-from .tokens import TokenCounter, read_counted, resolve_token_counter
+from .tokens import TokenCounter, check_token_counter, read_counted, resolve_token_counter
 
 __all__ = ("MessageTypeSpec", "TrimSelection", "trim_messages", "trim_selection")
 
@@ -44,6 +49,8 @@ M = TypeVar("M")
 MessageTypeSpec = str | type | Sequence[str | type]
 
 _LIST_TYPES = (list, tuple, Sequence, Iterable, Collection)
+#: Roles ``start_on`` / ``end_on`` may name (after aliasing).
+_ROLES = frozenset({HUMAN, AI, SYSTEM, TOOL, FUNCTION})
 
 #: Kept messages as ``(input index, message)``; a partial message is a copy at its index.
 _Kept = list[tuple[int, Any]]
@@ -319,11 +326,68 @@ def _drop_split_pairs(
 # -- the entry point -------------------------------------------------------------------
 
 
+def _check_flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigTypeError(f"{name} must be True or False, got {value!r:.80}")
+
+
+def _check_types(name: str, spec: object) -> None:
+    """``start_on`` / ``end_on``: role names the reader knows, message classes, or a list."""
+    if spec is None:
+        return
+    items = (spec,) if isinstance(spec, (str, type)) else spec
+    if not isinstance(items, Iterable) or isinstance(items, (bytes, Mapping)):
+        raise ConfigTypeError(
+            f"{name} must be a role name, a message class or a sequence of them, got {spec!r:.80}"
+        )
+    for item in items:
+        if isinstance(item, str):
+            if normalize_role(item) not in _ROLES:
+                raise ConfigError(
+                    f"{name}: {item!r} is not a role; expected one of 'human' ('user'), 'ai' "
+                    "('assistant'), 'system' ('developer'), 'tool', 'function', or a message "
+                    "class"
+                )
+        elif not isinstance(item, type):
+            raise ConfigTypeError(
+                f"{name} must be a role name, a message class or a sequence of them, "
+                f"got {item!r:.80} in {spec!r:.80}"
+            )
+
+
 def _validate(
-    strategy: object, start_on: object, include_system: object, max_tokens: object
+    strategy: object,
+    start_on: object,
+    include_system: object,
+    max_tokens: object,
+    *,
+    token_counter: object = None,
+    end_on: object = None,
+    allow_partial: object = False,
+    keep_tool_pairs: object = True,
+    text_splitter: object = None,
 ) -> None:
+    """Check every argument of :func:`trim_messages` as :class:`ReducerConfig` checks its fields.
+
+    A wrong type raises :class:`ConfigTypeError` (a ``TypeError`` too), a wrong value
+    :class:`ConfigError` (a ``ValueError``); both name the argument.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, float)):
+        raise ConfigTypeError(f"max_tokens must be a number, got {max_tokens!r:.80}")
+    if math.isnan(max_tokens):  # a negative budget keeps nothing, as in LangChain
+        raise ConfigError(f"max_tokens must be a number of tokens, got {max_tokens!r}")
+    if not isinstance(strategy, str):
+        raise ConfigTypeError(f"strategy must be 'first' or 'last', got {strategy!r:.80}")
     if strategy not in ("first", "last"):
         raise ConfigError(f"strategy must be 'first' or 'last', got {strategy!r}")
+    for name, flag in (
+        ("include_system", include_system),
+        ("allow_partial", allow_partial),
+        ("keep_tool_pairs", keep_tool_pairs),
+    ):
+        _check_flag(name, flag)
+    _check_types("start_on", start_on)
+    _check_types("end_on", end_on)
     if strategy == "first" and start_on:
         raise ConfigError(
             f"start_on is only valid with strategy='last', got start_on={start_on!r} with "
@@ -335,8 +399,19 @@ def _validate(
             f"include_system={include_system!r} with strategy='first'; drop include_system "
             "or use strategy='last'"
         )
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, float)):
-        raise TypeError(f"max_tokens must be a number, got {max_tokens!r}")
+    try:
+        check_token_counter(token_counter)
+    except ConfigError as exc:
+        if isinstance(token_counter, str):
+            raise  # an unknown name: a wrong value
+        raise ConfigTypeError(str(exc)) from None
+    if text_splitter is not None and not (
+        callable(text_splitter) or callable(getattr(text_splitter, "split_text", None))
+    ):
+        raise ConfigTypeError(
+            f"text_splitter must be a callable str -> list[str] or an object with "
+            f"split_text(), got {text_splitter!r:.80}"
+        )
 
 
 def trim_messages(
@@ -366,7 +441,8 @@ def trim_messages(
     ``trim(trim(xs)) == trim(xs)`` for additive counters.
 
     Args:
-        messages: the history, in order (an iterable, or an object with ``to_messages()``).
+        messages: the history, in order (an iterable, or an object with ``to_messages()``);
+            ``None`` is an empty list, as for ``reduce()``.
         max_tokens: the budget.
         token_counter: ``"approximate"``, an encoding or model name (``"o200k_base"``,
             ``"gpt-4o"``, ...; see :func:`~agentstate_reducer.tokens.resolve_token_counter`),
@@ -393,10 +469,17 @@ def trim_messages(
         A new list of the kept messages.
 
     Raises:
-        ConfigError: (a ``ValueError``) ``strategy`` is unknown, or ``start_on`` /
-            ``include_system`` is given with ``strategy="first"``, or ``token_counter``
-            is not a counter.
-        MessageFormatError: (a ``TypeError``) a message cannot be read.
+        ConfigTypeError: (a ``ValueError`` and a ``TypeError``) an argument has the wrong
+            type: ``messages`` is not a sequence, ``max_tokens`` is not a number, a flag
+            is not ``True`` / ``False``, ``token_counter`` is not a counter,
+            ``text_splitter`` is not a splitter, ``start_on`` / ``end_on`` hold neither
+            role names nor classes; the error names the argument.
+        ConfigError: (a ``ValueError``) an argument has a wrong value: ``max_tokens``
+            is NaN, ``strategy`` is unknown, ``start_on`` / ``end_on`` name
+            an unknown role, ``token_counter`` names no known counter, or ``start_on`` /
+            ``include_system`` is given with ``strategy="first"``.
+        MessageFormatError: (a ``TypeError``) a message cannot be read; the error names
+            its index and the field.
 
     Example:
         >>> history = [{"role": "system", "content": "be brief"}] + [
@@ -450,12 +533,27 @@ def trim_selection(
     The options are :func:`trim_messages`' own; the CLI reports what was kept, cut or
     made partial from this instead of matching the output back to the input.
     """
-    _validate(strategy, start_on, include_system, max_tokens)
+    _validate(
+        strategy,
+        start_on,
+        include_system,
+        max_tokens,
+        token_counter=token_counter,
+        end_on=end_on,
+        allow_partial=allow_partial,
+        keep_tool_pairs=keep_tool_pairs,
+        text_splitter=text_splitter,
+    )
+    if messages is None:
+        return TrimSelection([], frozenset())
     to_messages = getattr(messages, "to_messages", None)
     if callable(to_messages):  # a LangChain PromptValue
         messages = to_messages()
-    if isinstance(messages, (str, bytes, Mapping)):
-        raise TypeError(f"messages must be a sequence of messages, got {messages!r:.80}")
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise ConfigTypeError(
+            f"messages must be a sequence of messages, got {messages!r:.80}; a single "
+            "message goes in a list"
+        )
     items: list[Any] = list(messages)
     split = _splitter(text_splitter) if allow_partial else _split_lines
     ends = _TypeMatch("end_on", end_on) if end_on else None

@@ -23,6 +23,7 @@ from .errors import ReducerError
 from .messages import (
     AI,
     BLANK_PART,
+    FUNCTION,
     HUMAN,
     REASONING_PART,
     SYSTEM,
@@ -56,6 +57,7 @@ __all__ = (
     "THINKING_LAST",
     "THINKING_TURN",
     "UNANSWERED_CALL",
+    "UNKNOWN_ROLE",
     "UNSIGNED_THINKING",
     "InvalidHistoryError",
     "Problem",
@@ -66,7 +68,8 @@ __all__ = (
 #: Providers whose rules are known.
 PROVIDERS = ("openai", "anthropic", "gemini", "bedrock")
 
-# Rules of both providers.
+# Rules of every provider.
+UNKNOWN_ROLE = "unknown-role"
 ORPHAN_RESULT = "orphan-result"
 LATE_RESULT = "late-result"
 DUPLICATE_RESULT = "duplicate-result"
@@ -93,6 +96,7 @@ REASONING_FIRST = "reasoning-first"
 #: Every rule, by provider.
 RULES: dict[str, tuple[str, ...]] = {
     "openai": (
+        UNKNOWN_ROLE,
         ORPHAN_RESULT,
         LATE_RESULT,
         DUPLICATE_RESULT,
@@ -101,6 +105,7 @@ RULES: dict[str, tuple[str, ...]] = {
         MISSING_REASONING,
     ),
     "anthropic": (
+        UNKNOWN_ROLE,
         ORPHAN_RESULT,
         LATE_RESULT,
         DUPLICATE_RESULT,
@@ -170,6 +175,11 @@ class InvalidHistoryError(ReducerError, ValueError):
             f"history is not valid for provider {provider!r}: {count} "
             f"problem{'' if count == 1 else 's'} found:{lines}"
         )
+
+
+#: Roles every provider's checks know (after aliasing); any other role, or none, is
+#: reported as :data:`UNKNOWN_ROLE` and the message takes no further part in the checks.
+_KNOWN_ROLES = frozenset({HUMAN, AI, SYSTEM, TOOL, FUNCTION})
 
 
 def _ids(ids: Iterable[str]) -> str:
@@ -287,10 +297,23 @@ class _Checker:
                     "remove this result, or restore the assistant message that made the call",
                 )
 
+    def unknown_role(self, index: int, role: str) -> None:
+        what = f"role {role!r} is not a message role" if role else "message has no role"
+        self.add(
+            index,
+            UNKNOWN_ROLE,
+            what,
+            "give it a role: 'user', 'assistant', 'system' or 'tool' (LangChain types: "
+            "'human', 'ai', 'system', 'tool')",
+        )
+
     def run(self) -> list[Problem]:
         last = len(self.views) - 1
         for i, view in enumerate(self.views):
             role = view.role
+            if role not in _KNOWN_ROLES:  # for every provider, before its own rules
+                self.unknown_role(i, role)
+                continue
             if role == SYSTEM:
                 if not self.anthropic:
                     self.close(i)  # OpenAI: nothing may come between calls and their results
@@ -822,7 +845,8 @@ def validate_history(messages: Any, *, provider: str = "openai") -> list[Problem
 
     Raises:
         ValueError: ``provider`` is not one of :data:`PROVIDERS`.
-        MessageFormatError: a message cannot be read (a ``TypeError`` naming its index).
+        MessageFormatError: a message cannot be read (a ``TypeError`` naming its index
+            and the field).
 
     Example:
         >>> history = [
