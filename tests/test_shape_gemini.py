@@ -316,7 +316,11 @@ def test_current_turn_calls_need_their_signature_when_the_model_signs() -> None:
 def test_empty_parts_and_roles() -> None:
     assert rules([user("q"), {"role": "model", "parts": []}]) == [(1, "empty-text")]
     assert rules([user(" ")]) == [(0, "empty-text")]
-    assert rules([user("q"), {"role": "critic", "parts": [{"text": "x"}]}]) == [(1, "alternation")]
+    critic = {"role": "critic", "parts": [{"text": "x"}]}
+    assert rules([user("q"), critic]) == [(1, "unknown-role")]  # every provider's rule
+    assert rules([user("q"), {"role": "tool", "tool_call_id": "c", "content": "x"}]) == [
+        (1, "alternation")  # a role the package knows but Gemini has not
+    ]
 
 
 # -- generated histories and the guarantee ----------------------------------------------

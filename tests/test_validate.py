@@ -358,7 +358,7 @@ def test_a_missing_or_unknown_role_is_reported_for_every_provider(
     name: str, provider: str
 ) -> None:
     message, detail = ROLELESS[name]
-    history = [_user(), _ai("", "a"), _tool("a"), _ai(), message, _user(), _ai()]
+    history = [_user(), _ai(), _user("again"), _ai(), message, _user(), _ai()]
     problems = validate_history(history, provider=provider)
     assert [(p.index, p.rule, p.detail) for p in problems] == [(4, UNKNOWN_ROLE, detail)]
     assert "'user', 'assistant', 'system' or 'tool'" in problems[0].fix

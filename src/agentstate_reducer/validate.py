@@ -121,6 +121,7 @@ RULES: dict[str, tuple[str, ...]] = {
         THINKING_TURN,
     ),
     "gemini": (
+        UNKNOWN_ROLE,
         ORPHAN_RESULT,
         LATE_RESULT,
         DUPLICATE_RESULT,
@@ -180,6 +181,17 @@ class InvalidHistoryError(ReducerError, ValueError):
 #: Roles every provider's checks know (after aliasing); any other role, or none, is
 #: reported as :data:`UNKNOWN_ROLE` and the message takes no further part in the checks.
 _KNOWN_ROLES = frozenset({HUMAN, AI, SYSTEM, TOOL, FUNCTION})
+
+
+def _unknown_role(index: int, role: str) -> Problem:
+    """The :data:`UNKNOWN_ROLE` problem every provider's checker reports first."""
+    return Problem(
+        index,
+        UNKNOWN_ROLE,
+        f"role {role!r} is not a message role" if role else "message has no role",
+        "give it a role: 'user', 'assistant', 'system' or 'tool' (LangChain types: "
+        "'human', 'ai', 'system', 'tool')",
+    )
 
 
 def _ids(ids: Iterable[str]) -> str:
@@ -297,22 +309,12 @@ class _Checker:
                     "remove this result, or restore the assistant message that made the call",
                 )
 
-    def unknown_role(self, index: int, role: str) -> None:
-        what = f"role {role!r} is not a message role" if role else "message has no role"
-        self.add(
-            index,
-            UNKNOWN_ROLE,
-            what,
-            "give it a role: 'user', 'assistant', 'system' or 'tool' (LangChain types: "
-            "'human', 'ai', 'system', 'tool')",
-        )
-
     def run(self) -> list[Problem]:
         last = len(self.views) - 1
         for i, view in enumerate(self.views):
             role = view.role
             if role not in _KNOWN_ROLES:  # for every provider, before its own rules
-                self.unknown_role(i, role)
+                self.problems.append(_unknown_role(i, role))
                 continue
             if role == SYSTEM:
                 if not self.anthropic:
@@ -537,6 +539,9 @@ class _GeminiChecker:
         previous: str | None = None
         for i, view in enumerate(self.views):
             role = view.role
+            if role not in _KNOWN_ROLES:  # for every provider, before its own rules
+                self.problems.append(_unknown_role(i, role))
+                continue
             if role == SYSTEM:
                 continue  # the request's systemInstruction, planned as a message
             if role not in (HUMAN, AI):
