@@ -282,7 +282,10 @@ def test_empty_content_and_roles() -> None:
     assert rules([user("q"), {"role": "assistant", "content": []}]) == [(1, "empty-text")]
     assert rules([user(" ")]) == [(0, "empty-text")]
     assert rules([user("q"), {"role": "critic", "content": [{"text": "x"}]}]) == [
-        (1, "alternation")
+        (1, "unknown-role")  # every provider's rule
+    ]
+    assert rules([user("q"), {"role": "tool", "tool_call_id": "c", "content": "x"}]) == [
+        (1, "alternation")  # a role the package knows but Converse has not
     ]
 
 

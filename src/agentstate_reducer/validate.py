@@ -134,6 +134,7 @@ RULES: dict[str, tuple[str, ...]] = {
         EMPTY_TEXT,
     ),
     "bedrock": (
+        UNKNOWN_ROLE,
         ORPHAN_RESULT,
         LATE_RESULT,
         DUPLICATE_RESULT,
@@ -705,6 +706,9 @@ class _BedrockChecker:
         open_calls: tuple[int, tuple[str, ...]] | None = None
         for i, view in enumerate(self.views):
             role = view.role
+            if role not in _KNOWN_ROLES:  # for every provider, before its own rules
+                self.problems.append(_unknown_role(i, role))
+                continue
             if role == SYSTEM:
                 continue  # the request's top-level system, planned as a message
             if role not in (HUMAN, AI):
