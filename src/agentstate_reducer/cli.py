@@ -1,9 +1,10 @@
 """The command line: ``agentstate-reducer reduce|trim|count FILE`` (standard library only).
 
 Reads a transcript in the shapes people keep (a JSON list of messages, an object
-with ``"messages"``, JSONL, an OpenAI chat-completions or Anthropic Messages request,
-a Gemini ``generateContent`` or Bedrock Converse request, LangChain-serialised
-messages), runs the reducer over it and writes the survivors back in the shape it read.
+with ``"messages"``, JSONL, an OpenAI chat-completions, OpenAI Responses or Anthropic
+Messages request, a Gemini ``generateContent`` or Bedrock Converse request,
+LangChain-serialised messages), runs the reducer over it and writes the survivors back
+in the shape it read.
 
 Exit status: 0 done, 1 the input could not be read or the output not written,
 2 bad options, 3 the output breaks its provider's rules (written all the same).
@@ -35,6 +36,7 @@ from .messages import (
     SYSTEM,
     TOOL,
     has_anthropic_blocks,
+    item_type,
     looks_like_message,
     message_parts,
     native_provider,
@@ -51,8 +53,8 @@ from .validate import validate_history
 __all__ = ("Transcript", "dump", "load", "main")
 
 _EXPECTED = (
-    'expected a JSON list of messages, an object with a "messages" list, '
-    "or JSONL (one message per line)"
+    'expected a JSON list of messages, an object with a "messages" list (or an OpenAI '
+    'Responses request, with an "input" list), or JSONL (one message per line)'
 )
 #: The columns of ``count``: the heuristic, then each exact encoding.
 _COUNTERS = ("approximate", "o200k_base", "cl100k_base")
@@ -78,7 +80,8 @@ class Transcript:
 
     #: Where it came from, for messages (``<stdin>`` for ``-``).
     source: str
-    #: ``list``, ``jsonl``, ``object``, ``openai``, ``anthropic``, ``gemini`` or ``bedrock``.
+    #: ``list``, ``jsonl``, ``object``, ``openai``, ``anthropic``, ``gemini``, ``bedrock``
+    #: or ``responses``.
     shape: str
     #: A phrase naming the detected shape, for people.
     label: str
@@ -96,10 +99,14 @@ class Transcript:
     list_key: str = "messages"
     #: The document's key holding the top-level system prompt, when it has one.
     system_key: str = "system"
+    #: Whether the messages are OpenAI Responses items.
+    responses: bool = False
 
     @property
     def provider(self) -> str:
         """Whose rules the conversation is checked against by default."""
+        if self.responses:
+            return "openai-responses"
         if self.shape in ("anthropic", "gemini", "bedrock"):
             return self.shape
         natives = {native_provider(m) for m in self.messages}
@@ -174,8 +181,15 @@ def _parse_jsonl(
     return values, lines
 
 
+def _has_items(messages: list[Any]) -> bool:
+    """Whether any message is an OpenAI Responses item (``function_call``, ``reasoning``...)."""
+    return any(item_type(m) is not None for m in messages)
+
+
 def _style(messages: list[Any]) -> str:
-    """Name LangChain serialisations; empty for plain dicts."""
+    """Name LangChain serialisations and Responses items; empty for plain dicts."""
+    if _has_items(messages):
+        return " (OpenAI Responses items)"
     style = serialisation(messages)
     return f" (LangChain {style})" if style else ""
 
@@ -271,6 +285,23 @@ def _from_gemini(source: str, document: dict[str, Any], indent: str | None) -> T
     )
 
 
+def _from_responses(source: str, document: dict[str, Any], indent: str | None) -> Transcript:
+    items = document["input"]
+    if not isinstance(items, list):
+        raise _InputError(
+            f'{source}: "input" must be a list of items, got {items!r:.60}; {_EXPECTED}'
+        )
+    system = None
+    label = "OpenAI Responses request"
+    if isinstance(document.get("instructions"), str):
+        system = {"role": "system", "content": document["instructions"]}
+        label += " (instructions planned as the first message)"
+    return Transcript(
+        source, "responses", label, ([system] if system else []) + items, document, system,
+        indent, list_key="input", system_key="instructions", responses=True,
+    )
+
+
 def load(path: str) -> Transcript:
     """Read ``path`` (``-``: standard input), detect its shape, and check every message."""
     source, text = _read_text(path)
@@ -280,16 +311,23 @@ def load(path: str) -> Transcript:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         values, lines = _parse_jsonl(source, text, exc)
-        transcript = Transcript(source, "jsonl", "JSONL" + _style(values), values, lines=lines)
+        transcript = Transcript(
+            source, "jsonl", "JSONL" + _style(values), values, lines=lines,
+            responses=_has_items(values),
+        )
     else:
         indent = _indent_of(text)
         if isinstance(document, list):
             label = "JSON list of messages" + _style(document)
-            transcript = Transcript(source, "list", label, document, indent=indent)
+            transcript = Transcript(
+                source, "list", label, document, indent=indent, responses=_has_items(document)
+            )
         elif isinstance(document, dict) and "messages" in document:
             transcript = _from_object(source, document, indent)
         elif isinstance(document, dict) and "contents" in document:
             transcript = _from_gemini(source, document, indent)
+        elif isinstance(document, dict) and "input" in document:
+            transcript = _from_responses(source, document, indent)
         elif looks_like_message(document):
             transcript = Transcript(source, "jsonl", "JSONL" + _style([document]), [document],
                                     lines=[1])
@@ -342,10 +380,10 @@ def dump(transcript: Transcript, surviving: list[Any]) -> str:
             del document[transcript.system_key]  # Gemini contents are never cut in part
         elif _is_partial_system(transcript, first):
             # trim --allow-partial kept a part of the system prompt: it goes back on top.
-            document["system"] = first["content"]  # type: ignore[index]
+            document[transcript.system_key] = first["content"]  # type: ignore[index]
             surviving = surviving[1:]
         else:
-            del document["system"]
+            del document[transcript.system_key]
     document[transcript.list_key] = surviving
     return encode(document, transcript.indent) + "\n"
 
@@ -1033,7 +1071,8 @@ def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:
                         help=f"with --explain, a row for every message (default: above "
                              f"{_EXPLAIN_ROWS} messages, the first {_HEAD}, the last {_TAIL} "
                              "and a count of the others)")
-    output.add_argument("--provider", choices=("openai", "anthropic", "gemini", "bedrock"),
+    output.add_argument("--provider",
+                        choices=("openai", "anthropic", "gemini", "bedrock", "openai-responses"),
                         help="whose API rules to check the input and output against "
                              "(default: the request's own provider, else openai)")
 

@@ -6,8 +6,9 @@ OpenAI chat dicts, LangChain dicts (``{"role"|"type": ...}``, ``messages_to_dict
 output ``{"type", "data"}`` and ``dumpd`` output ``{"lc", "type": "constructor"}``)
 Anthropic dicts with content blocks (``tool_use`` / ``tool_result``), Gemini contents
 (``parts``, read in ``_shape_gemini``), Bedrock Converse messages (untyped blocks, read
-in ``_shape_bedrock``), and PydanticAI ``ModelRequest`` /
-``ModelResponse`` messages (read in ``_shape_pydantic_ai``).
+in ``_shape_bedrock``), PydanticAI ``ModelRequest`` / ``ModelResponse`` messages (read
+in ``_shape_pydantic_ai``), and OpenAI Responses API / Agents SDK items (read in
+``_shape_responses``).
 
 This is the only module that knows role aliases, where tool-call ids live and
 how text is stored. Every other module reads a message through its
@@ -21,17 +22,23 @@ import copy
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from operator import attrgetter
 from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from . import _shape_bedrock as _bedrock
 from . import _shape_gemini as _gemini
 from . import _shape_pydantic_ai as _pydantic_ai
+from . import _shape_responses as _responses
 from .errors import MessageFormatError
 
 __all__ = (
     "AI",
     "BLANK_PART",
     "FUNCTION",
+    "GROUP_BOUNDARY",
+    "GROUP_NONE",
+    "GROUP_OUTPUT",
+    "GROUP_REASONING",
     "HUMAN",
     "INJECTED_KEY",
     "INTERRUPTED_RESULT",
@@ -66,6 +73,8 @@ __all__ = (
     "is_summary",
     "make_record",
     "editable_body",
+    "item_type",
+    "record_group",
     "editable_parts",
     "holding_block",
     "message_content",
@@ -168,6 +177,16 @@ REASONING_PART = "reasoning"
 OTHER_PART = "other"
 
 
+#: A message that stands alone (every chat shape).
+GROUP_NONE = 0
+#: An output item of a model response that may span several items (Responses).
+GROUP_OUTPUT = 1
+#: A reasoning item: it belongs with the output items after it (Responses).
+GROUP_REASONING = 2
+#: A provider-side summary (Responses ``compaction``): nothing before it survives.
+GROUP_BOUNDARY = 3
+
+
 class Shape:
     """How one family of message shapes is read: the dispatch point of the reader.
 
@@ -183,6 +202,9 @@ class Shape:
     name = "chat"
     #: Whether it reads dicts (then list it in ``_DICT_SHAPES`` too).
     dicts = False
+    #: How its messages group with their neighbours (:data:`GROUP_NONE`: each stands
+    #: alone); a shape whose messages group reads them with one instance per group.
+    group = GROUP_NONE
 
     def read(self, message: object, index: int) -> MessageRecord | None:
         """The record of ``message`` if it has this shape, else ``None``."""
@@ -293,6 +315,11 @@ class MessageRecord(NamedTuple):
     def shape(self) -> Shape:
         return self.extras.shape
 
+    @property
+    def group(self) -> int:
+        """How it groups with its neighbours: ``GROUP_*``, of its :attr:`shape`."""
+        return self.extras.shape.group
+
     def billed_calls(self) -> tuple[tuple[str, str], ...]:
         """:attr:`tool_calls` with the arguments as JSON text."""
         return tuple((name, args_text(args)) for name, args in self.extras.tool_calls)
@@ -315,6 +342,9 @@ def make_record(
 
 #: The former name of :class:`MessageRecord`, for the plan and its tests.
 MessageView = MessageRecord
+#: :attr:`MessageRecord.group` of a record, read at C level (the plan asks it of every
+#: record to learn whether any groups).
+record_group = attrgetter("extras.shape.group")
 
 
 class MessageParts(NamedTuple):
@@ -380,6 +410,18 @@ def _get(message: Any, key: str) -> Any:
 
 def _dedupe(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
+
+
+def item_type(message: object) -> str | None:
+    """The ``type`` of an OpenAI Responses item read by ``_shape_responses``, else ``None``.
+
+    Messages (``{"type": "message", "role": ...}``, easy input messages) have a role and
+    are read as chat messages: ``None``.
+    """
+    if not isinstance(message, Mapping) or message.get("role") is not None:
+        return None
+    kind = message.get("type")
+    return kind if type(kind) is str and kind in _responses.ITEM_TYPES else None
 
 
 #: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, built once.
@@ -535,15 +577,54 @@ class _BedrockShape(Shape):
         return tuple(EditablePart(*part) for part in _bedrock.editable(content))
 
 
+class _ResponsesShape(Shape):
+    """OpenAI Responses API / Agents SDK items: a dict with no ``role`` whose ``type`` is
+    a Responses item type (``_shape_responses``). One instance per group."""
+
+    name = "openai-responses"
+    dicts = True
+
+    def __init__(self, group: int = GROUP_NONE) -> None:
+        self.group = group
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        kind = item_type(message)
+        if kind is None:
+            return None
+        assert isinstance(message, Mapping)
+        role, ident, calls, answers = _responses.read_item(message, kind)
+        texts, billed_calls, answered, media = _responses.billed(message, kind)
+        extras = Extras(
+            None, tuple(texts), tuple(billed_calls), answered, (), media, (),
+            _RESPONSES_GROUPS.get(kind, _RESPONSES),
+        )
+        return MessageRecord(role, ident, calls, answers, None, extras)
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        kind = item_type(message)
+        assert kind is not None and isinstance(message, Mapping)
+        return tuple(EditablePart(*part) for part in _responses.editable(message, kind))
+
+
+_RESPONSES = _ResponsesShape()
+_RESPONSES_OUTPUT = _ResponsesShape(GROUP_OUTPUT)
+#: The shape instance (so the group) of each item type that groups.
+_RESPONSES_GROUPS: dict[str, _ResponsesShape] = {
+    **{kind: _RESPONSES_OUTPUT for kind in _responses.OUTPUT_TYPES},
+    _responses.REASONING: _ResponsesShape(GROUP_REASONING),
+    _responses.COMPACTION: _ResponsesShape(GROUP_BOUNDARY),
+}
+
+
 _BEDROCK = _BedrockShape()
 #: Readers of other shape families, tried in order before the chat shapes by the general
 #: reader: every one for an object, those reading dicts (also in :data:`_DICT_SHAPES`)
 #: for a mapping.
-_SHAPES: list[Shape] = [_PydanticAIShape(), _GEMINI, _BEDROCK]
+_SHAPES: list[Shape] = [_PydanticAIShape(), _RESPONSES, _GEMINI, _BEDROCK]
 #: The shapes of :data:`_SHAPES` that read dicts. While there is one, the fast path reads
 #: only dicts whose every key is one of :data:`_CHAT_KEYS`; other dicts reach these
 #: readers.
-_DICT_SHAPES: list[Shape] = [_GEMINI, _BEDROCK]
+_DICT_SHAPES: list[Shape] = [_RESPONSES, _GEMINI, _BEDROCK]
 #: Keys of a chat dict message: read by the chat shapes, or known to mean nothing billed.
 _CHAT_KEYS = frozenset(
     {
@@ -1647,7 +1728,9 @@ def synthetic_results(
     A LangChain message gets one ``ToolMessage`` per call (``status="error"``); an
     Anthropic dict (calls in ``tool_use`` blocks) one user message of ``tool_result``
     blocks (``is_error``); a dict in LangChain form (``type``, ``messages_to_dict`` or
-    ``dumpd``) one tool message per call in that form; any other message one OpenAI
+    ``dumpd``) one tool message per call in that form; a Responses ``function_call`` /
+    ``custom_tool_call`` item one output item per call (computer and shell calls get
+    none: their outputs cannot be made up); any other message one OpenAI
     ``{"role": "tool", ...}`` dict per call. Ids derive from the call ids, so the same
     dead call always gets the same result; dicts get an ``id`` only when ``issuer`` has one.
     """
@@ -1665,6 +1748,9 @@ def synthetic_results(
         if _pydantic_ai.is_message(issuer):
             return _pydantic_ai.synthetic_results(issuer, call_ids, content, lambda: openai)
         return openai
+    kind = item_type(issuer)
+    if kind is not None:
+        return _responses.synthetic_outputs(issuer, kind, call_ids, content)
     fields, _ = _payload(issuer)
     for shape in (_gemini, _bedrock):
         found = shape.synthetic(fields, call_ids, content)

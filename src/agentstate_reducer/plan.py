@@ -25,6 +25,10 @@ Laws (tested with hypothesis):
   never the opening message and never the latest step.
 * With ``start_on="human"`` the kept tail opens with a plain human message whenever the
   history has one, and the latest plain human message always survives.
+* A model response made of several items (:func:`response_units`: a Responses
+  ``reasoning`` item and the items after it) is pruned or kept whole.
+* Nothing before the latest compaction item survives (the preserved first message
+  excepted); the compaction item itself is never pruned.
 """
 
 from __future__ import annotations
@@ -37,10 +41,20 @@ from operator import and_, attrgetter, not_
 from typing import Any, Protocol, cast
 
 from .config import ReducerConfig
-from .messages import AI, HUMAN, PRUNABLE_ROLES, MessageView
+from .messages import (
+    AI,
+    GROUP_BOUNDARY,
+    GROUP_OUTPUT,
+    GROUP_REASONING,
+    HUMAN,
+    PRUNABLE_ROLES,
+    MessageView,
+    record_group,
+)
 
 __all__ = (
     "CASCADE",
+    "COMPACTED",
     "CURRENT_TURN",
     "IN_PROGRESS",
     "NEVER_PRUNED",
@@ -60,6 +74,7 @@ __all__ = (
     "link_calls",
     "make_plan",
     "plan_append",
+    "response_units",
     "settle",
 )
 
@@ -68,6 +83,8 @@ WINDOW = "in window"
 CASCADE = "cascade"
 ORPHAN = "orphaned tool result"
 START_ON = "start_on"
+#: Before the latest compaction item (OpenAI Responses): the provider's summary stands for it.
+COMPACTED = "compacted"
 #: An ai message (or text) of one of the oldest steps of a current turn over ``max_tokens``.
 OLD_STEP = "old step"
 # Reasons a message is kept (CURRENT_TURN and NEVER_PRUNED also name why a plan is
@@ -109,6 +126,52 @@ def _plain_human(view: MessageView) -> bool:
     return view.role == HUMAN and not view.answers
 
 
+_group = record_group
+
+
+def _joins(before: MessageView, after: MessageView) -> bool:
+    """Whether ``after`` continues the model response ``before`` is part of."""
+    if after.role != AI or before.role != AI:
+        return False
+    return before.group == GROUP_REASONING or after.group in (GROUP_OUTPUT, GROUP_REASONING)
+
+
+def response_units(views: Sequence[MessageView]) -> tuple[tuple[int, int], ...]:
+    """The model responses spanning several messages, as ``(begin, end)`` index ranges.
+
+    A run of consecutive ai items with a Responses output item among them (a
+    ``reasoning`` item and the ``message`` / ``function_call`` items after it, parallel
+    calls) is one response: the reducer prunes or keeps it whole. Chat shapes, where
+    one message is one response, have none (checked without a Python-level loop).
+    """
+    return _units(views) if any(map(_group, views)) else ()
+
+
+def _units(views: Sequence[MessageView]) -> tuple[tuple[int, int], ...]:
+    out = []
+    n = len(views)
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and _joins(views[j], views[j + 1]):
+            j += 1
+        if j > i:
+            out.append((i, j + 1))
+        i = j + 1
+    return tuple(out)
+
+
+def _boundary(views: Sequence[MessageView]) -> int | None:
+    """Index of the latest compaction item, or ``None``."""
+    return _latest_boundary(views) if any(map(_group, views)) else None
+
+
+def _latest_boundary(views: Sequence[MessageView]) -> int | None:
+    return next(
+        (i for i in range(len(views) - 1, -1, -1) if views[i].group == GROUP_BOUNDARY), None
+    )
+
+
 def current_turn(views: Sequence[MessageView], start: int = 0) -> Turn:
     """The current turn of ``views``: the last plain human message and what follows it.
 
@@ -146,6 +209,9 @@ def dangling_calls(views: Sequence[MessageView]) -> tuple[tuple[int, tuple[str, 
     last_turn = max(
         (i for i, v in enumerate(views) if v.role == AI or _plain_human(v)), default=-1
     )
+    for begin, end in response_units(views):
+        if begin <= last_turn < end:  # parallel calls of the latest response are pending
+            last_turn = begin
     answered: set[tuple[int, str]] = set()
     issuer: dict[str, int] = {}
     for j, view in enumerate(views):
@@ -492,6 +558,19 @@ def _kept_anyway(
     return total
 
 
+def _keep_responses_whole(
+    units: Sequence[tuple[int, int]], pruned: bytearray, why: dict[int, tuple[str, int | None]]
+) -> None:
+    """A response the window cut into keeps every item (its reasoning with its calls)."""
+    for begin, end in units:
+        gone = sum(pruned[begin:end])
+        if gone and gone < end - begin:
+            for i in range(begin, end):
+                if pruned[i] and why[i][0] != COMPACTED:
+                    pruned[i] = 0
+                    del why[i]
+
+
 _NEVER = -1  # a threshold below every boundary: the message never survives
 
 
@@ -690,7 +769,11 @@ def make_plan(
         triggered = total is None or total > config.max_tokens
     else:
         triggered = config.max_messages is not None and n > config.max_messages
-    if not triggered and not cascade:
+    grouped = any(map(_group, views))  # Responses items (C-level: chat shapes pay ~nothing)
+    boundary = _latest_boundary(views) if grouped else None
+    if boundary is not None and boundary <= start:
+        boundary = None  # nothing it could prune
+    if not triggered and not cascade and boundary is None:
         return Plan(
             n, (), start=start, cut=start, total_tokens=total, kept_tokens=total, turn=turn
         )
@@ -759,6 +842,13 @@ def make_plan(
         if config.start_on == HUMAN:
             cut = _human_cut(views, cut, start, turn.opener, back=not token_mode)
         _prune_window(views, parents, pruned, protected, why, start, cut, window_end)
+    if boundary is not None:
+        for i in range(start, boundary):
+            if not pruned[i]:
+                pruned[i] = 1
+                why[i] = (COMPACTED, boundary)
+    if grouped:
+        _keep_responses_whole(_units(views), pruned, why)
     if cascade:
         # Also runs under the threshold: results orphaned before this call go too.
         _cascade(parents, answering, pruned, why, start)
@@ -917,6 +1007,9 @@ def settle(
     tokens = sum(counts) if config.max_tokens is not None and counts is not None else None
     if _over(config, len(views), tokens):
         return None
+    found = _boundary(views)
+    if found is not None and found > (1 if config.preserve_first else 0):
+        return None  # planning prunes what the compaction item stands for
     issued: dict[str, tuple[int, object]] = {}
     check = config.cascade_tool_messages
     for i, view in enumerate(views):
@@ -948,6 +1041,8 @@ def plan_append(
         tokens = settled.tokens + sum(new_counts)
     if _over(config, size, tokens):
         return None
+    if _boundary(new_views) is not None:
+        return None  # a new compaction item: what it stands for goes
     issued = settled.issued
     check = config.cascade_tool_messages
     for k, view in enumerate(new_views):

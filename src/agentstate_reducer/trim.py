@@ -37,7 +37,7 @@ from .messages import (
     text_block,
     with_content,
 )
-from .plan import Parents, Results, link_calls
+from .plan import Parents, Results, link_calls, response_units
 from .tokens import TokenCounter, check_token_counter, read_counted, resolve_token_counter
 
 __all__ = ("MessageTypeSpec", "TrimSelection", "trim_messages", "trim_selection")
@@ -299,11 +299,25 @@ def _partial(
 # -- tool pairs ------------------------------------------------------------------------
 
 
+def _units_around(views: _Views, n: int, start: int, stop: int) -> tuple[tuple[int, int], ...]:
+    """The multi-item model responses (see :func:`~agentstate_reducer.plan.response_units`)
+    meeting the run ``[start, stop)``, reading one message past each end."""
+    lo, hi = max(0, start - 1), min(n, stop + 1)
+    found = response_units([views[i] for i in range(lo, hi)])
+    return tuple((lo + b, lo + e) for b, e in found)
+
+
 def _drop_split_pairs(
-    kept: _Kept, views: _Views, parents: Parents, results: Results, copies: _Copies
+    kept: _Kept,
+    views: _Views,
+    parents: Parents,
+    results: Results,
+    copies: _Copies,
+    units: tuple[tuple[int, int], ...] = (),
 ) -> _Kept:
-    """Remove kept tool results whose call is not kept (or was never issued), and kept
-    ai messages whose results were trimmed, until neither is left."""
+    """Remove kept tool results whose call is not kept (or was never issued), kept ai
+    messages whose results were trimmed, and what is kept of a model response the cut
+    split (a reasoning item without its call), until none is left."""
     while True:
         current = {i: copies.get(i) or views[i] for i, _ in kept}
         calls = {i: set(v.calls) for i, v in current.items() if v.calls}
@@ -318,6 +332,10 @@ def _drop_split_pairs(
             for j, call in results.get(i, ()):
                 if call in found and call not in answers.get(j, ()):
                     drop.add(i)
+        for begin, end in units:
+            inside = [i for i in range(begin, end) if i in current and i not in drop]
+            if inside and len(inside) < end - begin:
+                drop.update(inside)
         if not drop:
             return kept
         kept = [(i, m) for i, m in kept if i not in drop]
@@ -437,7 +455,9 @@ def trim_messages(
     Laws (tested): the result is an order-preserving selection of the input (a partial
     message standing for its original); it fits ``max_tokens`` unless it is only the
     system message kept by ``include_system``; with ``keep_tool_pairs`` no kept tool
-    result lost its call and no kept ai message lost a result to the cut;
+    result lost its call, no kept ai message lost a result to the cut, and a model
+    response of several items (a Responses ``reasoning`` item and its calls) is kept
+    whole or not at all;
     ``trim(trim(xs)) == trim(xs)`` for additive counters.
 
     Args:
@@ -589,9 +609,10 @@ def trim_selection(
     if keep_tool_pairs and body:
         # ``body`` is one contiguous run of the input: links are read around it only.
         parents, results = link_calls(views, body[0][0], body[-1][0] + 1, results=True)
+        units = _units_around(views, len(items), body[0][0], body[-1][0] + 1)
         while True:
             size = len(body)
-            body = trim_ends(_drop_split_pairs(body, views, parents, results, copies))
+            body = trim_ends(_drop_split_pairs(body, views, parents, results, copies, units))
             if len(body) == size:
                 break
     return TrimSelection(head + body, frozenset(i for i, _ in body if i in copies))

@@ -1,0 +1,216 @@
+"""The OpenAI Responses API / Agents SDK input items, read for ``messages.py``.
+
+Only ``messages.py`` calls this module: it dispatches here a dict with no ``role`` whose
+``type`` is one of :data:`ITEM_TYPES`. Messages (``{"type": "message", "role": ...}`` and
+the easy ``{"role": ..., "content": ...}``) carry a role, so the chat reader reads them.
+
+An item is read into plain values (role, id, calls issued, calls answered, billed text,
+editable paths); nothing here builds a copy or knows another shape. Writes go through
+``messages.with_parts`` / ``with_content``, which set existing keys in place, so an
+edited copy keeps every key, in order, and leaves unknown keys untouched.
+
+How items group (see :func:`messages.response_units`): a ``reasoning`` item belongs
+with the output items after it (a ``message``, ``function_call`` ...) up to the next
+input item; a ``compaction`` item is a boundary nothing before it survives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = (
+    "CALL_TYPES",
+    "COMPACTION",
+    "ITEM_TYPES",
+    "OUTPUT_TYPES",
+    "REASONING",
+    "ItemRead",
+    "billed",
+    "editable",
+    "read_item",
+    "synthetic_outputs",
+)
+
+#: A tool call the client runs, and the type of the item carrying its result.
+CALL_TYPES: dict[str, str] = {
+    "function_call": "function_call_output",
+    "computer_call": "computer_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+}
+_RESULT_TYPES = frozenset(CALL_TYPES.values())
+REASONING = "reasoning"
+COMPACTION = "compaction"
+#: Tools the provider runs itself: the item is the call and its result at once.
+_SERVER_TYPES = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+    }
+)
+#: Items the model produces: one response is a run of them, never split by the reducer.
+OUTPUT_TYPES = frozenset({REASONING, *CALL_TYPES, *_SERVER_TYPES})
+#: Every ``type`` read here (items with no ``role``).
+ITEM_TYPES = frozenset({*OUTPUT_TYPES, *_RESULT_TYPES, COMPACTION})
+
+# Canonical roles, as ``messages.py`` spells them (it imports this module, so the
+# values are repeated rather than imported; ``test_shape_responses`` checks they agree).
+_AI = "ai"
+_TOOL = "tool"
+_SYSTEM = "system"
+
+#: ``(role, id, calls issued, calls answered)`` of one item.
+ItemRead = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
+_NONE: tuple[str, ...] = ()
+
+
+def _as_id(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def read_item(item: Mapping[str, Any], kind: str) -> ItemRead:
+    """Role, id, calls issued and calls answered of an item whose ``type`` is ``kind``.
+
+    A call and its output are linked by ``call_id``; the item's own ``id`` (``fc_...``,
+    ``rs_...``) is its id. A ``compaction`` item reads as a system message: the window
+    never prunes it.
+    """
+    ident = _as_id(item.get("id"))
+    if kind in CALL_TYPES:
+        call = _as_id(item.get("call_id"))
+        return _AI, ident, (call,) if call is not None else _NONE, _NONE
+    if kind in _RESULT_TYPES:
+        call = _as_id(item.get("call_id"))
+        return _TOOL, ident, _NONE, (call,) if call is not None else _NONE
+    if kind == COMPACTION:
+        return _SYSTEM, ident, _NONE, _NONE
+    return _AI, ident, _NONE, _NONE  # reasoning, and the provider's own tools
+
+
+def _json(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _texts(parts: object, out: list[str]) -> int:
+    """Append the text of ``parts`` (a string or a list of typed parts); return media items."""
+    if isinstance(parts, str):
+        if parts:
+            out.append(parts)
+        return 0
+    if isinstance(parts, Mapping):
+        parts = [parts]
+    media = 0
+    if isinstance(parts, (list, tuple)):
+        for part in parts:
+            if isinstance(part, str):
+                if part:
+                    out.append(part)
+            elif isinstance(part, Mapping):
+                kind = part.get("type")
+                if kind in ("input_image", "input_file", "computer_screenshot"):
+                    media += 1
+                else:
+                    text = part.get("text")
+                    if isinstance(text, str) and text:
+                        out.append(text)
+    return media
+
+
+def billed(
+    item: Mapping[str, Any], kind: str
+) -> tuple[list[str], list[tuple[str, str]], str | None, int]:
+    """What the provider bills for an item: ``(texts, tool calls, answered id, media)``.
+
+    A call bills its name and arguments (``input`` for a custom tool, ``action`` for the
+    computer and shell tools); an output its ``call_id`` and output (screenshots as
+    media). A ``reasoning`` item bills the reasoning it carries back: its ``content``
+    text and its ``encrypted_content`` (whose size stands for the hidden reasoning
+    tokens), or its summary when it has neither. A ``compaction`` item bills its
+    encrypted summary by size.
+    """
+    texts: list[str] = []
+    calls: list[tuple[str, str]] = []
+    answered: str | None = None
+    media = 0
+    if kind in CALL_TYPES:
+        name = item.get("name")
+        if "arguments" in item:
+            args = item.get("arguments")
+        elif "input" in item:
+            args = item.get("input")
+        else:
+            args = item.get("action")
+        label = name if isinstance(name, str) else kind.removesuffix("_call")
+        calls.append((label, _json(args if args is not None else {})))
+    elif kind in _RESULT_TYPES:
+        answered = _as_id(item.get("call_id"))
+        media = _texts(item.get("output"), texts)
+    elif kind == REASONING:
+        _texts(item.get("content"), texts)
+        encrypted = item.get("encrypted_content")
+        if isinstance(encrypted, str) and encrypted:
+            texts.append(encrypted)
+        if not texts:
+            _texts(item.get("summary"), texts)
+    elif kind == COMPACTION:
+        encrypted = item.get("encrypted_content")
+        if isinstance(encrypted, str) and encrypted:
+            texts.append(encrypted)
+    else:  # the provider's own tools: what the call asked and what it found
+        for key in ("action", "arguments", "queries", "code", "input", "output", "result"):
+            value = item.get(key)
+            if isinstance(value, str):
+                if value:
+                    texts.append(value)
+            elif value is not None:
+                texts.append(_json(value))
+    return texts, calls, answered, media
+
+
+#: ``(path, kind, call id, tool name, value)``: one part context editing may replace.
+Editable = tuple[tuple[str | int, ...], str, str | None, str | None, Any]
+
+
+def editable(item: Mapping[str, Any], kind: str) -> list[Editable]:
+    """The parts of an item context editing may replace.
+
+    A ``function_call_output`` / ``custom_tool_call_output`` gives its ``output`` (kind
+    ``"tool_result"``); a ``function_call`` its ``arguments`` and a custom call its
+    ``input`` (kind ``"tool_args"``). Reasoning, compaction and the computer and shell
+    tools give nothing: their payloads must go back as the provider wrote them.
+    """
+    call = _as_id(item.get("call_id"))
+    if kind in ("function_call_output", "custom_tool_call_output") and "output" in item:
+        return [(("output",), "tool_result", call, None, item["output"])]
+    if kind in ("function_call", "custom_tool_call"):
+        key = "arguments" if kind == "function_call" else "input"
+        if key in item:
+            name = item.get("name")
+            tool = name if isinstance(name, str) and name else None
+            return [((key,), "tool_args", call, tool, item[key])]
+    return []
+
+
+def synthetic_outputs(
+    issuer: Mapping[str, Any], kind: str, call_ids: tuple[str, ...], content: str
+) -> list[dict[str, Any]]:
+    """One output item per dead call of ``issuer`` (a call item of type ``kind``)."""
+    result = CALL_TYPES[kind]
+    if kind not in ("function_call", "custom_tool_call"):
+        # Computer and shell outputs have a structured payload no text can stand in for.
+        return []
+    return [{"type": result, "call_id": call, "output": content} for call in call_ids]
