@@ -1,0 +1,188 @@
+"""The OpenAI Agents SDK integration: ``reducing_input_filter`` and ``ReducingSession``.
+
+Scenario tests with real runs are in ``tests/integration/test_openai_agents_sdk.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from agents import Agent, SQLiteSession, function_tool
+from agents.run_config import CallModelData, ModelInputData
+
+from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
+from agentstate_reducer.messages import INJECTED_KEY
+from agentstate_reducer.openai_agents import ReducingSession, reducing_input_filter
+from agentstate_reducer.tokens import request_overhead, resolve_token_counter
+
+
+def turn(n: int) -> list[dict[str, Any]]:
+    """A question, a response (reasoning and a call), the call's output, the answer."""
+    return [
+        {"role": "user", "content": f"question {n}"},
+        {"type": "reasoning", "id": f"rs_{n}", "summary": [{"type": "summary_text", "text": "hm"}]},
+        {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "lookup",
+         "arguments": "{}", "status": "completed"},
+        {"type": "function_call_output", "call_id": f"call_{n}", "output": f"result {n}"},
+        {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": f"answer {n}", "annotations": []}]},
+    ]
+
+
+def data(items: list[Any], agent: Any = None, instructions: str | None = "be brief") -> Any:
+    agent = agent or Agent(name="a", instructions=instructions)
+    return CallModelData(ModelInputData(input=items, instructions=instructions), agent, None)
+
+
+@dataclass
+class Hook:
+    got: list[tuple[Any, Any]] = field(default_factory=list)
+
+    def __call__(self, pruned: list[Any], namespace: Any) -> None:
+        self.got.extend((namespace, item) for item in pruned)
+
+
+async def test_filter_bounds_each_call_and_hands_each_item_over_once() -> None:
+    hook = Hook()
+    reducer = MessageReducer(config=agent_config(min_messages=5, max_messages=10, on_prune=[hook]))
+    reduce_input = reducing_input_filter(reducer, namespace=lambda d: ("memories", "bob"))
+    history: list[Any] = []
+    for n in range(6):
+        history += turn(n)
+        sent = await reduce_input(data(list(history)))
+        assert isinstance(sent, ModelInputData) and sent.instructions == "be brief"
+        assert len(sent.input) <= 10
+        assert validate_history(sent.input, provider="openai-responses") == []
+    # The SDK hands the whole run's items every time; each pruned item went over once.
+    ids = [id(item) for _, item in hook.got]
+    assert len(ids) == len(set(ids)) > 0
+    assert {ns for ns, _ in hook.got} == {("memories", "bob")}
+
+
+async def test_filter_counts_tools_and_instructions_in_token_mode() -> None:
+    @function_tool
+    def lookup(query: str) -> str:
+        """Look a query up in a long, long catalogue."""
+        return query
+
+    reducer = MessageReducer(
+        config=ReducerConfig(max_tokens=4000, target_tokens=3000, token_counter="approximate")
+    )
+    instructions = "Answer in French. " * 40
+    agent = Agent(name="a", instructions=instructions, tools=[lookup])
+    await reducing_input_filter(reducer)(data(turn(0), agent, instructions))
+    schema = {"type": "function", "name": "lookup", "description": lookup.description,
+              "parameters": lookup.params_json_schema}
+    counter = resolve_token_counter("approximate")
+    expected = request_overhead(counter, tools=[schema], system_prompt=instructions)
+    assert reducer._overhead == expected > request_overhead(counter, system_prompt=instructions)
+
+
+class SpySession:
+    """A session in memory that records how it was written."""
+
+    def __init__(self) -> None:
+        self.session_id = "spy"
+        self.session_settings = None
+        self.items: list[Any] = []
+        self.clears = 0
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return list(self.items if limit is None else self.items[-limit:])
+
+    async def add_items(self, items: list[Any]) -> None:
+        self.items.extend(items)
+
+    async def pop_item(self) -> Any:
+        return self.items.pop() if self.items else None
+
+    async def clear_session(self) -> None:
+        self.clears += 1
+        self.items.clear()
+
+
+async def test_session_appends_under_the_window_and_rewrites_over_it() -> None:
+    inner = SpySession()
+    seen_at_hook: list[int] = []
+
+    def hook(pruned: list[Any], namespace: Any) -> None:
+        seen_at_hook.append(len(inner.items))  # the store still holds them when handed over
+
+    reducer = MessageReducer(config=agent_config(min_messages=5, max_messages=10, on_prune=[hook]))
+    session = ReducingSession(inner, reducer)
+    assert session.session_id == "spy" and session.namespace == ("memories", "spy")
+    await session.add_items(turn(0))
+    assert inner.clears == 0 and len(inner.items) == 5
+    for n in range(1, 6):
+        await session.add_items(turn(n))
+    assert inner.clears > 0 and len(inner.items) <= 10
+    assert seen_at_hook and all(size > 10 - 5 for size in seen_at_hook)
+    assert validate_history(await session.get_items(), provider="openai-responses") == []
+    assert await session.pop_item() == turn(5)[-1]
+    await session.clear_session()
+    assert await session.get_items() == []
+
+
+async def test_concurrent_adds_never_interleave() -> None:
+    inner = SpySession()
+    hook = Hook()
+    reducer = MessageReducer(config=agent_config(min_messages=10, max_messages=20, on_prune=[hook]))
+    session = ReducingSession(inner, reducer)
+    await asyncio.gather(*(session.add_items(turn(n)) for n in range(8)))
+    stored = [i for i in inner.items]
+    handed = [i for _, i in hook.got]
+    assert sorted(map(repr, stored + handed)) == sorted(repr(i) for n in range(8) for i in turn(n))
+
+
+async def test_summaries_are_stored_marked_and_read_unmarked() -> None:
+    inner = SQLiteSession("s")
+    config = ReducerConfig(
+        min_messages=4, max_messages=8, summarize_fn=lambda p: f"{len(p)} items",
+        inject_summary=True,
+    )
+    session = ReducingSession(inner, MessageReducer(config=config))
+    for n in range(4):
+        await session.add_items(turn(n))
+    stored = await inner.get_items()
+    assert any(INJECTED_KEY in item for item in stored)
+    read = await session.get_items()
+    assert all(INJECTED_KEY not in item for item in read)
+    assert validate_history(read, provider="openai-responses") == []
+
+
+def test_bad_arguments() -> None:
+    reducer = MessageReducer()
+    with pytest.raises(TypeError, match="MessageReducer"):
+        reducing_input_filter("nope")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Session protocol"):
+        ReducingSession(object(), reducer)
+    with pytest.raises(TypeError, match="MessageReducer"):
+        ReducingSession(SpySession(), None)  # type: ignore[arg-type]
+
+
+def test_missing_agents_sdk_names_the_extra() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "agents":
+                    raise ImportError("blocked " + name)
+                return None
+
+        sys.meta_path.insert(0, Block())
+        try:
+            import agentstate_reducer.openai_agents
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert 'pip install "agentstate-reducer[openai-agents]"' in out.stdout
