@@ -626,9 +626,9 @@ class Outbox(ABC):
     def _purge(self, older_than: float) -> int:
         """Delete done jobs finished more than ``older_than`` seconds ago; count them."""
 
+    @abstractmethod
     def _get(self, namespace: str, key: str) -> Job | None:
         """The job stored under ``(namespace, key)`` in any status, or ``None``."""
-        raise NotImplementedError(f"{type(self).__name__} cannot look a job up by key")
 
 
 def _job(value: object, name: str) -> Job:
