@@ -186,3 +186,20 @@ def test_missing_agents_sdk_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert 'pip install "agentstate-reducer[openai-agents]"' in out.stdout
+
+
+async def test_over_budget_is_warned_once_per_namespace_and_session(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A 5-item turn in progress is never cut apart, so a 3-message budget is exceeded.
+    reducer = MessageReducer(config=agent_config(min_messages=2, max_messages=3))
+    caplog.set_level("WARNING", logger="agentstate_reducer")
+    for where in ("alice", "alice", "bob"):
+        await reducing_input_filter(reducer, namespace=where)(data(turn(0)))
+    session = ReducingSession(SpySession(), reducer)
+    await session.add_items(turn(0))
+    await session.add_items(turn(0)[-1:])
+    warned = [r.getMessage() for r in caplog.records if "went over its budget" in r.getMessage()]
+    assert len(warned) == 3, warned
+    assert "'alice'" in warned[0] and "'bob'" in warned[1] and "'spy'" in warned[2]
+    assert "5 messages kept, budget 3" in warned[0]

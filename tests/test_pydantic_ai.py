@@ -328,3 +328,17 @@ def test_context_editing_leaves_pydantic_ai_messages_as_they_are() -> None:
     result = MessageReducer(config=config).reduce(history)
     assert result.surviving == history and not result.edited
     assert all(not hasattr(m, "content") for m in result.surviving)
+
+
+def test_over_budget_is_warned_once_per_conversation(caplog: pytest.LogCaptureFixture) -> None:
+    # The latest turn has tool calls, so it is never cut apart: 4 messages over a budget of 2.
+    reducer = MessageReducer(config=agent_config(min_messages=1, max_messages=2))
+    caplog.set_level("WARNING", logger="agentstate_reducer")
+    process = history_processor(reducer)
+    process(CTX, turn(0))
+    process(CTX, turn(0))
+    other: Any = SimpleNamespace(conversation_id="conv-2")
+    asyncio.run(ahistory_processor(reducer)(other, turn(0)))
+    warned = [r.getMessage() for r in caplog.records if "went over its budget" in r.getMessage()]
+    assert len(warned) == 2, warned
+    assert "conv-1" in warned[0] and "conv-2" in warned[1]

@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from .config import ReducerResult
 from .messages import INJECTED_KEY
-from .reducer import MessageReducer
+from .reducer import MessageReducer, warn_once_over_budget
 
 __all__ = ("ReducingSession", "reducing_input_filter")
 
@@ -105,6 +105,7 @@ def reducing_input_filter(
             count_overhead(data)
         where = namespace(data) if callable(namespace) else namespace
         result = await reducer.areduce(list(data.model_data.input), namespace=where)
+        warn_once_over_budget(reducer, result, where)
         return ModelInputData(
             input=_sendable(result.surviving), instructions=data.model_data.instructions
         )
@@ -182,6 +183,7 @@ class ReducingSession:
         async with self._lock:
             stored = list(await self.session.get_items())
             result = await self.reducer.areduce(stored, new, namespace=self.namespace)
+            warn_once_over_budget(self.reducer, result, self.session_id)
             if _unchanged(result, stored, new):
                 await self.session.add_items(new)
                 return

@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from .config import ReducerResult
 from .messages import INJECTED_KEY
-from .reducer import MessageReducer
+from .reducer import MessageReducer, warn_once_over_budget
 
 __all__ = ("ReducingCapability", "ahistory_processor", "history_processor", "run_namespace")
 
@@ -130,7 +130,9 @@ def history_processor(
     _check(reducer)
 
     def reduce_history(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
-        result = reducer.reduce(_split_first(messages), namespace=_resolve(namespace, ctx))
+        where = _resolve(namespace, ctx)
+        result = reducer.reduce(_split_first(messages), namespace=where)
+        warn_once_over_budget(reducer, result, where)
         return _in_shape(result)
 
     return reduce_history
@@ -145,7 +147,9 @@ def ahistory_processor(
     async def areduce_history(
         ctx: RunContext[Any], messages: list[ModelMessage]
     ) -> list[ModelMessage]:
-        result = await reducer.areduce(_split_first(messages), namespace=_resolve(namespace, ctx))
+        where = _resolve(namespace, ctx)
+        result = await reducer.areduce(_split_first(messages), namespace=where)
+        warn_once_over_budget(reducer, result, where)
         return _in_shape(result)
 
     return areduce_history
@@ -206,7 +210,9 @@ class ReducingCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         self._see(request_context)
         messages = _split_first(list(request_context.messages))
-        result = await self.reducer.areduce(messages, namespace=_resolve(self.namespace, ctx))
+        where = _resolve(self.namespace, ctx)
+        result = await self.reducer.areduce(messages, namespace=where)
+        warn_once_over_budget(self.reducer, result, where)
         reduced = _in_shape(result)
         request_context.messages = reduced.copy()
         ctx.messages[:] = reduced

@@ -7,6 +7,7 @@ import inspect
 import logging
 import operator
 import threading
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -54,6 +55,11 @@ from .tokens import (
 __all__ = ("MessageReducer", "as_message_list", "hard_message_limit", "repair_dangling_calls")
 
 logger = logging.getLogger("agentstate_reducer")
+#: Per reducer, the threads already warned about going over their budget.
+_over_budget: weakref.WeakKeyDictionary[MessageReducer, set[str]] = weakref.WeakKeyDictionary()
+_over_budget_lock = threading.Lock()
+#: Threads remembered per reducer; beyond it, the oldest may be warned about again.
+_WARNED_THREADS = 10_000
 
 #: How far back from the end of a history the latest ai message is looked for, for the
 #: usage it reports (past tool results and a new question).
@@ -1246,3 +1252,33 @@ def _as_summary(text: object) -> str | None:
         return text
     content = getattr(text, "content", None)  # a chat model's message
     return content if isinstance(content, str) else str(text)
+
+
+def warn_once_over_budget(reducer: MessageReducer, result: ReducerResult, thread: object) -> None:
+    """Log one warning the first time ``thread`` goes over the budget of ``reducer``.
+
+    The integrations call it after each reduce: ``thread`` is the conversation's key
+    (a LangGraph thread id, a session id, a namespace); ``None`` is one thread too.
+    """
+    if not result.over_budget:
+        return
+    key = "" if thread is None else str(thread)
+    with _over_budget_lock:
+        warned = _over_budget.setdefault(reducer, set())
+        if key in warned:
+            return
+        if len(warned) >= _WARNED_THREADS:
+            warned.clear()
+        warned.add(key)
+    settings = reducer.config
+    if settings.max_tokens is not None:
+        size = f"{result.tokens_after} tokens kept, budget {settings.max_tokens}"
+    else:
+        size = f"{result.messages_after} messages kept, budget {settings.max_messages}"
+    logger.warning(
+        "agentstate-reducer: thread %r went over its budget (%s) because of: %s; requests "
+        "may exceed the budget (warned once per thread)",
+        key or None,
+        size,
+        ", ".join(result.over_because) or "messages that are never pruned",
+    )

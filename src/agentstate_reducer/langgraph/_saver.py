@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import builtins
 import copy
-import logging
 import threading
-import weakref
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +22,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..messages import read_message
-from ..reducer import MessageReducer
+from ..reducer import MessageReducer, warn_once_over_budget
 from ._retention import Retention, retention_for
 
 __all__ = ("ReducingSaver", "aapply_reducer", "apply_reducer", "memory_namespace")
@@ -72,41 +70,13 @@ def memory_namespace(reducer: MessageReducer, config: RunnableConfig | None) -> 
     return None
 
 
-logger = logging.getLogger("agentstate_reducer")
-#: Per reducer, the threads already warned about going over their budget.
-_over_budget: weakref.WeakKeyDictionary[MessageReducer, set[str]] = weakref.WeakKeyDictionary()
-_over_budget_lock = threading.Lock()
-#: Threads remembered per reducer; beyond it, the oldest may be warned about again.
-_WARNED_THREADS = 10_000
-
-
 def warn_over_budget(
     reducer: MessageReducer, result: ReducerResult, config: RunnableConfig | None
 ) -> None:
     """Log one warning the first time the thread of ``config`` goes over its budget."""
-    if not result.over_budget:
-        return
-    configurable = (config or {}).get("configurable") or {}
-    thread = str(configurable.get("thread_id", ""))
-    with _over_budget_lock:
-        warned = _over_budget.setdefault(reducer, set())
-        if thread in warned:
-            return
-        if len(warned) >= _WARNED_THREADS:
-            warned.clear()
-        warned.add(thread)
-    settings = reducer.config
-    if settings.max_tokens is not None:
-        size = f"{result.tokens_after} tokens kept, budget {settings.max_tokens}"
-    else:
-        size = f"{result.messages_after} messages kept, budget {settings.max_messages}"
-    logger.warning(
-        "agentstate-reducer: thread %r went over its budget (%s) because of: %s; requests "
-        "may exceed the budget (warned once per thread)",
-        thread or None,
-        size,
-        ", ".join(result.over_because) or "messages that are never pruned",
-    )
+    if result.over_budget:
+        configurable = (config or {}).get("configurable") or {}
+        warn_once_over_budget(reducer, result, configurable.get("thread_id"))
 
 
 def _replace_messages(
