@@ -43,16 +43,18 @@ import base64
 import hashlib
 import json
 import math
+import os
 import re
 import sys
 import threading
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
-from ..errors import UnstorableError
+from ..errors import OutboxError, UnstorableError
 from ..messages import raw_message_id
 
 __all__ = (
@@ -674,3 +676,67 @@ def make_job(
         last_error=last_error,
         decode_error=decode_error,
     )
+
+
+class _Closable(Protocol):
+    def close(self) -> object: ...
+
+
+_C = TypeVar("_C", bound=_Closable)
+
+
+class ConnectionPool(Generic[_C]):
+    """Idle connections shared by every thread of one process, at most ``max_idle`` kept.
+
+    A thread takes an idle connection or opens one, and gives it back when its call
+    returns; one the backend cannot reuse (``reusable`` says, e.g. mid-transaction or
+    broken) is closed instead. After ``fork()`` the child never touches its parent's
+    connections. ``close()`` closes the idle ones; those in use close when given back.
+    """
+
+    def __init__(
+        self,
+        owner: object,
+        open_connection: Callable[[], _C],
+        reusable: Callable[[_C], bool],
+        max_idle: int,
+    ) -> None:
+        self._owner = owner
+        self._open = open_connection
+        self._reusable = reusable
+        self.max_idle = max_idle
+        self._lock = threading.Lock()
+        self._idle: list[_C] = []
+        self._pid = os.getpid()
+        self._closed = False
+
+    @contextmanager
+    def connection(self) -> Iterator[_C]:
+        """A connection for the time of one call; raises OutboxError once closed."""
+        with self._lock:
+            if self._closed:
+                raise OutboxError(f"{self._owner!r} is closed")
+            if self._pid != os.getpid():
+                # Connections inherited through fork() belong to the parent: never touch them.
+                self._idle, self._pid = [], os.getpid()
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._open()
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                keep = not self._closed and len(self._idle) < self.max_idle
+                keep = keep and self._reusable(conn)
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    def close(self) -> None:
+        """Close every idle connection and refuse new calls."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()

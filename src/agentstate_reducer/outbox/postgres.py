@@ -13,14 +13,15 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from ..errors import OutboxError
 from .base import (
     FAILED,
     READY,
+    ConnectionPool,
     Job,
     Outbox,
     Row,
@@ -46,6 +47,10 @@ _IDLE = psycopg.pq.TransactionStatus.IDLE
 # A deadlock between two enqueues of overlapping batches is resolved by aborting one:
 # retrying it is safe because the insert skips keys already stored.
 _RETRIES = 3
+
+
+def _reusable(conn: Any) -> bool:
+    return not conn.closed and not conn.broken and conn.info.transaction_status == _IDLE
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {t} (
@@ -250,10 +255,7 @@ class PostgresOutbox(Outbox):
         self.connect_timeout = check_seconds("connect_timeout", connect_timeout, allow_zero=False)
         #: Idle connections kept for reuse.
         self.max_idle = check_positive_int("max_idle", max_idle)
-        self._lock = threading.Lock()
-        self._idle: list[Any] = []
-        self._pid = os.getpid()
-        self._closed = False
+        self._own = ConnectionPool(self, self._open, _reusable, self.max_idle)
 
         def create(conn: Any) -> None:
             # Two processes creating the same table at once would collide in the catalog.
@@ -290,37 +292,10 @@ class PostgresOutbox(Outbox):
             raise
         return conn
 
-    @contextmanager
-    def _own_connection(self) -> Iterator[Any]:
-        with self._lock:
-            if self._closed:
-                raise OutboxError(f"{self!r} is closed")
-            if self._pid != os.getpid():
-                # Connections inherited through fork() belong to the parent: never touch them.
-                self._idle, self._pid = [], os.getpid()
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self._open()
-        try:
-            yield conn
-        finally:
-            with self._lock:
-                keep = (
-                    not self._closed
-                    and len(self._idle) < self.max_idle
-                    and not conn.closed
-                    and not conn.broken
-                    and conn.info.transaction_status == _IDLE
-                )
-                if keep:
-                    self._idle.append(conn)
-            if not keep:
-                conn.close()
-
     def _connection(self) -> AbstractContextManager[Any]:
         if self.pool is not None:
             return self.pool.connection()  # type: ignore[no-any-return]
-        return self._own_connection()
+        return self._own.connection()
 
     def _run(self, action: str, fn: Callable[[Any], _T]) -> _T:
         """Run ``fn(conn)`` in one transaction within ``timeout``; psycopg errors, a
@@ -346,11 +321,7 @@ class PostgresOutbox(Outbox):
     def close(self) -> None:
         """Close the idle connections this object opened (a pool is left to its owner);
         connections in use close when their call returns."""
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        self._own.close()
 
     # -- the backend ----------------------------------------------------------------
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,6 +22,7 @@ from ..errors import OutboxError
 from .base import (
     FAILED,
     READY,
+    ConnectionPool,
     Job,
     Outbox,
     Row,
@@ -85,10 +85,9 @@ class SQLiteOutbox(Outbox):
         self.timeout = check_seconds("timeout", timeout, allow_zero=True)
         #: Idle connections kept for reuse; more are opened while threads need them.
         self.max_idle = check_positive_int("max_idle", max_idle)
-        self._lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
-        self._pid = os.getpid()
-        self._closed = False
+        self._pool = ConnectionPool(
+            self, self._open, lambda conn: not conn.in_transaction, self.max_idle
+        )
         t = self.table
         with self._write("create the table") as conn:
             # executescript() would commit first: run the statements one by one instead.
@@ -138,29 +137,9 @@ class SQLiteOutbox(Outbox):
             raise
         return conn
 
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
         """A pooled connection: idle ones are shared by every thread, at most ``max_idle`` kept."""
-        with self._lock:
-            if self._closed:
-                raise OutboxError(f"{self!r} is closed")
-            if self._pid != os.getpid():
-                # Connections inherited through fork() belong to the parent: never touch them.
-                self._idle, self._pid = [], os.getpid()
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self._open()
-        try:
-            yield conn
-        finally:
-            with self._lock:
-                keep = not self._closed and len(self._idle) < self.max_idle and not (
-                    conn.in_transaction
-                )
-                if keep:
-                    self._idle.append(conn)
-            if not keep:
-                conn.close()
+        return self._pool.connection()
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
         # Switching a new file to WAL takes an exclusive lock that SQLite does not wait
@@ -199,11 +178,7 @@ class SQLiteOutbox(Outbox):
 
     def close(self) -> None:
         """Close every idle connection; connections in use close when returned."""
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        self._pool.close()
 
     # -- the backend ----------------------------------------------------------------
 
