@@ -912,3 +912,16 @@ def test_explain_says_why_the_survivors_are_over_the_budget(tmp_path: Path) -> N
     assert all(r[2:4] == ["kept", "current turn"] for k, r in rows.items() if k != "0")
     assert ("over: 12 messages kept, over the budget of 8: the current turn is never pruned "
             "while it has tool calls") in text
+
+
+def test_trim_puts_a_partial_system_prompt_back_on_top(tmp_path: Path) -> None:
+    # The reader writes trim's partial copy of a top-level system prompt back in its key.
+    system = "first line of the prompt\nsecond line of the prompt\n" + "a long third line " * 8
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"model": "c", "system": system, "messages": [
+        {"role": "user", "content": "hello there, how are you today"},
+        {"role": "assistant", "content": "fine"},
+    ]}))
+    out = json.loads(ok("trim", str(path), "--max-tokens", "12", "--strategy", "first",
+                        "--allow-partial"))
+    assert out == {"model": "c", "system": "first line of the prompt\n", "messages": []}

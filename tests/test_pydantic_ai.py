@@ -246,6 +246,31 @@ def test_async_processor_and_summary_in_pydantic_ai_shape() -> None:
     assert len([m for m in again if is_summary(m)]) == 1
 
 
+def test_reduce_writes_the_summary_block_as_pydantic_ai_messages() -> None:
+    # The reader writes the block in the history's shape (match_shape), so reduce() itself
+    # returns PydanticAI messages; the processor only converts a factory's dicts.
+    config = ReducerConfig(
+        min_messages=3, max_messages=6, summarize_fn=lambda p: "facts", inject_summary=True
+    )
+    surviving = MessageReducer(config=config).reduce(conversation(3)).surviving
+    block = [m for m in surviving if is_summary(m)]
+    assert len(block) == 1 and isinstance(block[0], ModelRequest)
+    ack = surviving[surviving.index(block[0]) + 1]
+    assert isinstance(ack, ModelResponse) and ack.parts == [TextPart("OK")]
+
+    def factory(text: str, count: int) -> list[Any]:
+        return [{"role": "user", "content": f"{count}: {text}"}, {"role": "assistant",
+                                                                   "content": "noted"}]
+
+    config = ReducerConfig(
+        min_messages=3, max_messages=6, summarize_fn=lambda p: "facts", inject_summary=True,
+        summary_message_factory=factory,
+    )
+    reduced = history_processor(MessageReducer(config=config))(CTX, conversation(3))
+    assert all(isinstance(m, (ModelRequest, ModelResponse)) for m in reduced)
+    assert any(m.parts == [TextPart("noted")] for m in reduced)
+
+
 async def test_capability_counts_tools_and_instructions_in_token_mode() -> None:
     from pydantic_ai import Agent
     from pydantic_ai.models.function import AgentInfo, FunctionModel

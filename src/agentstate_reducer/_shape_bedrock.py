@@ -25,6 +25,7 @@ __all__ = (
     "billed",
     "editable",
     "is_message",
+    "is_request",
     "kinds",
     "links",
     "result_text",
@@ -268,3 +269,33 @@ def synthetic(
         for c in call_ids
     ]
     return {"role": "user", "content": results}
+
+
+# -- the request: {"modelId": ..., "system": [{"text": ...}], "messages": [...]} ------
+
+#: Top-level keys of a Converse request that no other request has.
+_REQUEST_KEYS = frozenset(
+    {
+        "modelId",
+        "inferenceConfig",
+        "toolConfig",
+        "guardrailConfig",
+        "additionalModelRequestFields",
+        "promptVariables",
+    }
+)
+
+
+def is_request(document: Mapping[str, Any]) -> bool:
+    """Whether a request with ``messages`` is a Converse request by its own keys: one only
+    Converse has, or a ``system`` list of blocks without ``type`` (Anthropic's is a string
+    or typed blocks). A request whose messages are Converse messages is one too; the
+    reader asks that of each message."""
+    if not _REQUEST_KEYS.isdisjoint(document):
+        return True
+    system = document.get("system")
+    return (
+        isinstance(system, list)
+        and bool(system)
+        and all(isinstance(b, Mapping) and "type" not in b for b in system)
+    )

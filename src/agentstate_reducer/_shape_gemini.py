@@ -26,6 +26,8 @@ __all__ = (
     "MEDIA",
     "OUTPUT_KEY",
     "OTHER",
+    "REQUEST_LIST",
+    "SYSTEM_KEYS",
     "RESPONSE",
     "TEXT",
     "THOUGHT",
@@ -36,8 +38,10 @@ __all__ = (
     "kinds",
     "links",
     "part_kind",
+    "request_system",
     "signature",
     "signed_calls",
+    "system_value",
     "stored",
     "synthetic",
 )
@@ -298,3 +302,34 @@ def synthetic(
         response["response"] = {"error": content}
         parts.append({key: response})
     return {"role": "user", "parts": parts}
+
+
+# -- the request: {"contents": [...], "systemInstruction": {...}, ...} ---------------
+
+#: The key of a ``generateContent`` request holding its contents.
+REQUEST_LIST = "contents"
+#: The keys holding its system instruction (REST spelling, then the Python SDK's).
+SYSTEM_KEYS = ("systemInstruction", "system_instruction")
+
+
+def request_system(document: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """``(key, system instruction as a content with role "system")`` of a request, or
+    ``None`` when it has none; a string instruction reads as one text part.
+
+    Raises:
+        ValueError: the instruction is neither a string nor a content with ``parts``.
+    """
+    key = next((k for k in SYSTEM_KEYS if k in document), None)
+    if key is None:
+        return None
+    instruction = document[key]
+    if isinstance(instruction, str):
+        instruction = {"parts": [{"text": instruction}]}
+    if not isinstance(instruction, dict) or not isinstance(instruction.get("parts"), list):
+        raise ValueError(f'"{key}" must be a content with "parts", got {instruction!r:.60}')
+    return key, {**instruction, "role": "system"}
+
+
+def system_value(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``systemInstruction`` value of a changed system content (its role dropped)."""
+    return {k: v for k, v in message.items() if k != "role"}

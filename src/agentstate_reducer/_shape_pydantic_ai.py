@@ -27,12 +27,14 @@ from typing import Any, NamedTuple
 __all__ = (
     "Billed",
     "billed",
+    "instructions",
     "is_message",
     "kinds",
     "marker",
     "read",
     "state",
     "synthetic_results",
+    "text_message",
 )
 
 #: Parts of a request that speak in the user's voice (rendered as user content).
@@ -276,3 +278,26 @@ def synthetic_results(
         for call in call_ids
     ]
     return [request_cls(parts=parts)]
+
+
+def text_message(
+    sample: object, response: bool, text: str, metadata: Mapping[str, Any] | None
+) -> Any:
+    """A ``ModelResponse`` (``response``) or ``ModelRequest`` of one text part holding
+    ``text``, built from the classes of ``sample``'s own module, with ``metadata``."""
+    module = sys.modules.get(type(sample).__module__)
+    if response:
+        cls, part = getattr(module, "ModelResponse"), getattr(module, "TextPart")  # noqa: B009
+    else:
+        cls, part = getattr(module, "ModelRequest"), getattr(module, "UserPromptPart")  # noqa: B009
+    return cls(parts=[part(text)], metadata=None if metadata is None else dict(metadata))
+
+
+def instructions(parts: Any) -> str | None:
+    """The text of a request's instruction parts (each part's ``content``), joined by
+    blank lines; ``None`` when there is none."""
+    if not parts:
+        return None
+    texts = [getattr(p, "content", None) for p in parts]
+    text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
+    return text or None

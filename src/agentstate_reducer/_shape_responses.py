@@ -26,10 +26,13 @@ __all__ = (
     "ITEM_TYPES",
     "OUTPUT_TYPES",
     "REASONING",
+    "REQUEST_LIST",
+    "SYSTEM_KEY",
     "ItemRead",
     "billed",
     "editable",
     "read_item",
+    "request_system",
     "synthetic_outputs",
 )
 
@@ -214,3 +217,20 @@ def synthetic_outputs(
         # Computer and shell outputs have a structured payload no text can stand in for.
         return []
     return [{"type": result, "call_id": call, "output": content} for call in call_ids]
+
+
+# -- the request: {"model": ..., "instructions": "...", "input": [...]} ---------------
+
+#: The key of a Responses request holding its input items.
+REQUEST_LIST = "input"
+#: The key holding its system prompt (a string).
+SYSTEM_KEY = "instructions"
+
+
+def request_system(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The request's ``instructions`` as a system message, or ``None`` when it has none
+    (or they are not a string: then they are left as they are)."""
+    instructions = document.get(SYSTEM_KEY)
+    if not isinstance(instructions, str):
+        return None
+    return {"role": _SYSTEM, "content": instructions}

@@ -35,14 +35,16 @@ from .messages import (
     HUMAN,
     SYSTEM,
     TOOL,
-    has_anthropic_blocks,
+    Request,
     item_type,
     looks_like_message,
     message_parts,
     native_provider,
     normalize_role,
     read_message,
+    read_request,
     serialisation,
+    write_request,
 )
 from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
 from .reducer import MessageReducer, repair_dangling_calls
@@ -85,20 +87,18 @@ class Transcript:
     shape: str
     #: A phrase naming the detected shape, for people.
     label: str
-    #: The messages to plan over; for Anthropic, a top-level ``system`` comes first.
+    #: The messages to plan over; a request's top-level system prompt comes first.
     messages: list[Any]
     #: The parsed document (object shapes), rebuilt with the surviving messages.
     document: Any = None
-    #: The message standing for an Anthropic top-level ``system``, if any.
+    #: The message standing for a request's top-level system prompt, if any.
     system: dict[str, Any] | None = None
     #: Indentation of the input document, reused on output (``None``: compact).
     indent: str | None = None
     #: Input line of each message (JSONL).
     lines: list[int] = field(default_factory=list)
-    #: The document's key holding the messages (``contents`` for Gemini).
-    list_key: str = "messages"
-    #: The document's key holding the top-level system prompt, when it has one.
-    system_key: str = "system"
+    #: The request it was read from (object shapes), as the reader reads it.
+    request: Request | None = None
     #: Whether the messages are OpenAI Responses items.
     responses: bool = False
 
@@ -194,111 +194,42 @@ def _style(messages: list[Any]) -> str:
     return f" (LangChain {style})" if style else ""
 
 
-#: Top-level keys of a Converse request that no other request has.
-_CONVERSE_KEYS = frozenset(
-    {"modelId", "inferenceConfig", "toolConfig", "guardrailConfig",
-     "additionalModelRequestFields", "promptVariables"}
-)
-
-
-def _is_converse(document: dict[str, Any], messages: list[Any]) -> bool:
-    """A Converse request: its keys, a message of Converse blocks, or a ``system`` list of
-    blocks without ``type`` (Anthropic's are a string or typed blocks)."""
-    if not _CONVERSE_KEYS.isdisjoint(document):
-        return True
-    system = document.get("system")
-    if isinstance(system, list) and system and all(
-        isinstance(b, dict) and "type" not in b for b in system
-    ):
-        return True
-    return any(native_provider(m) == "bedrock" for m in messages)
-
-
 def _indent_of(text: str) -> str | None:
     match = re.search(r"\n([ \t]+)\S", text)
     return match.group(1) if match else None
 
 
-def _from_object(source: str, document: dict[str, Any], indent: str | None) -> Transcript:
-    messages = document["messages"]
-    if not isinstance(messages, list):
-        raise _InputError(
-            f'{source}: "messages" must be a list of messages, got {messages!r:.60}; {_EXPECTED}'
-        )
-    style = _style(messages)
-    if _is_converse(document, messages):
-        system = None
-        if "system" in document:
-            system = {"role": "system", "content": document["system"]}
-        label = "Bedrock Converse request"
-        if system is not None:
-            label += " (top-level system planned as the first message)"
-        return Transcript(
-            source, "bedrock", label, ([system] if system else []) + messages,
-            document, system, indent,
-        )
-    if "system" in document or has_anthropic_blocks(messages):
-        system = None
-        if "system" in document:
-            system = {"role": "system", "content": document["system"]}
-        label = "Anthropic Messages request"
-        if system is not None:
-            label += " (top-level system planned as the first message)"
-        return Transcript(
-            source, "anthropic", label, ([system] if system else []) + messages,
-            document, system, indent,
-        )
-    if "model" in document:
-        return Transcript(
-            source, "openai", "OpenAI chat-completions request" + style, messages, document,
-            indent=indent,
-        )
-    label = 'JSON object with a "messages" list' + style
-    return Transcript(source, "object", label, messages, document, indent=indent)
+#: The transcript shape and label of each kind of request the reader finds.
+_REQUESTS = {
+    "bedrock": ("bedrock", "Bedrock Converse request"),
+    "anthropic": ("anthropic", "Anthropic Messages request"),
+    "openai": ("openai", "OpenAI chat-completions request"),
+    "": ("object", 'JSON object with a "messages" list'),
+    "gemini": ("gemini", "Gemini generateContent request"),
+    "openai-responses": ("responses", "OpenAI Responses request"),
+}
 
 
-_GEMINI_SYSTEM_KEYS = ("systemInstruction", "system_instruction")
-
-
-def _from_gemini(source: str, document: dict[str, Any], indent: str | None) -> Transcript:
-    contents = document["contents"]
-    if not isinstance(contents, list):
-        raise _InputError(
-            f'{source}: "contents" must be a list of Gemini contents, got {contents!r:.60}'
-        )
-    label = "Gemini generateContent request"
-    key = next((k for k in _GEMINI_SYSTEM_KEYS if k in document), None)
-    system = None
-    if key is not None:
-        instruction = document[key]
-        if isinstance(instruction, str):
-            instruction = {"parts": [{"text": instruction}]}
-        if not isinstance(instruction, dict) or not isinstance(instruction.get("parts"), list):
-            raise _InputError(
-                f'{source}: "{key}" must be a content with "parts", got {instruction!r:.60}'
-            )
-        system = {**instruction, "role": "system"}
-        label += f" (top-level {key} planned as the first message)"
+def _from_request(
+    source: str, document: dict[str, Any], indent: str | None
+) -> Transcript | None:
+    """The transcript of a request the reader reads (``None``: the object is not one)."""
+    try:
+        request = read_request(document)
+    except MessageFormatError as exc:
+        raise _InputError(f"{source}: {exc}; {_EXPECTED}") from exc
+    if request is None:
+        return None
+    shape, label = _REQUESTS[request.kind]
+    responses = request.kind == "openai-responses"
+    if request.kind in ("openai", ""):
+        label += _style(request.messages)
+    if request.system is not None:
+        where = "instructions" if responses else f"top-level {request.system_key}"
+        label += f" ({where} planned as the first message)"
     return Transcript(
-        source, "gemini", label, ([system] if system else []) + contents, document, system,
-        indent, list_key="contents", system_key=key or "systemInstruction",
-    )
-
-
-def _from_responses(source: str, document: dict[str, Any], indent: str | None) -> Transcript:
-    items = document["input"]
-    if not isinstance(items, list):
-        raise _InputError(
-            f'{source}: "input" must be a list of items, got {items!r:.60}; {_EXPECTED}'
-        )
-    system = None
-    label = "OpenAI Responses request"
-    if isinstance(document.get("instructions"), str):
-        system = {"role": "system", "content": document["instructions"]}
-        label += " (instructions planned as the first message)"
-    return Transcript(
-        source, "responses", label, ([system] if system else []) + items, document, system,
-        indent, list_key="input", system_key="instructions", responses=True,
+        source, shape, label, request.planned, document, request.system, indent,
+        request=request, responses=responses,
     )
 
 
@@ -322,12 +253,10 @@ def load(path: str) -> Transcript:
             transcript = Transcript(
                 source, "list", label, document, indent=indent, responses=_has_items(document)
             )
-        elif isinstance(document, dict) and "messages" in document:
-            transcript = _from_object(source, document, indent)
-        elif isinstance(document, dict) and "contents" in document:
-            transcript = _from_gemini(source, document, indent)
-        elif isinstance(document, dict) and "input" in document:
-            transcript = _from_responses(source, document, indent)
+        elif isinstance(document, dict) and (
+            request := _from_request(source, document, indent)
+        ) is not None:
+            transcript = request
         elif looks_like_message(document):
             transcript = Transcript(source, "jsonl", "JSONL" + _style([document]), [document],
                                     lines=[1])
@@ -361,8 +290,15 @@ def _check_roles(transcript: Transcript) -> None:
 # -- writing -------------------------------------------------------------------
 
 
-def dump(transcript: Transcript, surviving: list[Any]) -> str:
-    """Render ``surviving`` in the shape ``transcript`` was read in."""
+def dump(
+    transcript: Transcript, surviving: list[Any], origin: Sequence[int] | None = None
+) -> str:
+    """Render ``surviving`` in the shape ``transcript`` was read in.
+
+    ``origin`` is each survivor's index in :attr:`Transcript.messages`; without it the
+    survivors are taken to be whole messages of the transcript. A top-level system prompt
+    goes back on top when it survived (trim's partial copy of it too), else it is dropped.
+    """
 
     def encode(value: Any, indent: str | None = None) -> str:
         return json.dumps(value, ensure_ascii=False, indent=indent)
@@ -371,29 +307,15 @@ def dump(transcript: Transcript, surviving: list[Any]) -> str:
         return "".join(encode(m) + "\n" for m in surviving)
     if transcript.shape == "list":
         return encode(surviving, transcript.indent) + "\n"
-    document = dict(transcript.document)
-    if transcript.system is not None:
-        first = surviving[0] if surviving else None
-        if first is transcript.system:
-            surviving = surviving[1:]
-        elif transcript.shape == "gemini":
-            del document[transcript.system_key]  # Gemini contents are never cut in part
-        elif _is_partial_system(transcript, first):
-            # trim --allow-partial kept a part of the system prompt: it goes back on top.
-            document[transcript.system_key] = first["content"]  # type: ignore[index]
-            surviving = surviving[1:]
-        else:
-            del document[transcript.system_key]
-    document[transcript.list_key] = surviving
+    request = transcript.request
+    assert request is not None
+    system = None
+    if transcript.system is not None and surviving:
+        kept = origin[0] == 0 if origin is not None else surviving[0] is transcript.system
+        if kept:
+            system, surviving = surviving[0], surviving[1:]
+    document = write_request(request, surviving, system)
     return encode(document, transcript.indent) + "\n"
-
-
-def _is_partial_system(transcript: Transcript, message: object) -> bool:
-    return (
-        isinstance(message, dict)
-        and read_message(message).role == SYSTEM
-        and not any(m is message for m in transcript.messages)
-    )
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -431,8 +353,10 @@ def _write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-def _emit(transcript: Transcript, surviving: list[Any], out: str | None) -> None:
-    data = dump(transcript, surviving).encode("utf-8")
+def _emit(
+    transcript: Transcript, surviving: list[Any], origin: Sequence[int], out: str | None
+) -> None:
+    data = dump(transcript, surviving, origin).encode("utf-8")
     if out is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
@@ -730,7 +654,7 @@ def _finish(
             print(f"{args.prog}: warning: the output breaks {provider} rules: {problem}; "
                   f"fix: {fix}", file=sys.stderr)
     if args.out is not None or not args.explain:
-        _emit(transcript, kept, args.out)
+        _emit(transcript, kept, origin, args.out)
     if args.explain and args.out is not None:
         print(f"wrote {args.out}")
     return _INVALID_OUTPUT if after else 0

@@ -90,6 +90,13 @@ __all__ = (
     "raw_message_id",
     "read_message",
     "read_messages",
+    "read_request",
+    "Request",
+    "write_request",
+    "write_message",
+    "reply_text",
+    "is_serialisation_stub",
+    "request_instructions",
     "reasoning_parts",
     "summary_covers",
     "synthetic_results",
@@ -2063,7 +2070,9 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
     """OpenAI-style dicts (``role`` ``user``/``assistant``) in the shape of ``sample``.
 
     LangChain messages become ``HumanMessage``/``AIMessage`` carrying the package's
-    marker (:data:`INJECTED_KEY`) in ``additional_kwargs``; dicts using LangChain role
+    marker (:data:`INJECTED_KEY`) in ``additional_kwargs``; PydanticAI messages become a
+    ``ModelRequest`` / ``ModelResponse`` of one text part, the marker in ``metadata``
+    (never sent to a model); dicts using LangChain role
     names (``human``/``ai``, as ``role`` or ``type``) get those; anything else is left
     as it is.
     """
@@ -2075,6 +2084,14 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
             cls = HumanMessage if message["role"] == "user" else AIMessage
             extra = {INJECTED_KEY: message[INJECTED_KEY]} if INJECTED_KEY in message else {}
             out.append(cls(content=message["content"], id=message["id"], additional_kwargs=extra))
+        return out
+    if _pydantic_ai.is_message(sample):
+        out = []
+        for message in block:
+            record, mark = read_message(message), _marker(message)
+            metadata = {INJECTED_KEY: dict(mark)} if mark is not None else None
+            text = "\n".join(record.texts)
+            out.append(_pydantic_ai.text_message(sample, record.role == AI, text, metadata))
         return out
     if not isinstance(sample, Mapping):
         return block
@@ -2090,3 +2107,152 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
         out_m.update((k, v) for k, v in m.items() if k != "role")
         renamed.append(out_m)
     return renamed
+
+
+# -- requests: where a provider request keeps its messages and system prompt ----------
+
+
+class Request(NamedTuple):
+    """A provider request as the reader reads it (:func:`read_request`)."""
+
+    #: ``"openai"`` (chat completions), ``"anthropic"``, ``"bedrock"``, ``"gemini"``,
+    #: ``"openai-responses"``, or ``""`` for an object with a ``messages`` list that names
+    #: no provider.
+    kind: str
+    #: The request as read; :func:`write_request` copies it, never changes it.
+    document: Mapping[str, Any]
+    #: The conversation, as stored under :attr:`list_key`.
+    messages: list[Any]
+    #: The key holding the conversation (``messages``, ``contents``, ``input``).
+    list_key: str
+    #: The top-level system prompt as a message in the conversation's shape, or ``None``.
+    system: dict[str, Any] | None = None
+    #: The key holding it (``system``, ``systemInstruction``, ``instructions``).
+    system_key: str | None = None
+
+    @property
+    def planned(self) -> list[Any]:
+        """What to plan over: the system prompt first (when there is one), then the
+        conversation."""
+        return [self.system, *self.messages] if self.system is not None else self.messages
+
+
+def read_request(document: Mapping[str, Any]) -> Request | None:
+    """The :class:`Request` of a decoded request, or ``None`` when it holds no message list
+    (no ``messages``, ``contents`` or ``input`` key).
+
+    A ``messages`` list is Bedrock Converse's (Converse keys, a ``system`` list of untyped
+    blocks, or a Converse message), Anthropic's (a top-level ``system``, or
+    ``tool_use`` / ``tool_result`` blocks), chat completions' (a ``model``), or no
+    provider's; ``contents`` is Gemini's; ``input`` is a Responses request's.
+
+    Raises:
+        MessageFormatError: the list, or the system prompt, is not in its shape.
+    """
+    if "messages" in document:
+        messages = document["messages"]
+        if not isinstance(messages, list):
+            raise MessageFormatError(
+                f'"messages" must be a list of messages, got {messages!r:.60}'
+            )
+        if _bedrock.is_request(document) or any(
+            native_provider(m) == "bedrock" for m in messages
+        ):
+            kind = "bedrock"
+        elif "system" in document or has_anthropic_blocks(messages):
+            kind = "anthropic"
+        else:
+            kind = "openai" if "model" in document else ""
+        if kind in ("bedrock", "anthropic") and "system" in document:
+            prompt = {"role": "system", "content": document["system"]}
+            return Request(kind, document, messages, "messages", prompt, "system")
+        return Request(kind, document, messages, "messages")
+    if _gemini.REQUEST_LIST in document:
+        contents = document[_gemini.REQUEST_LIST]
+        if not isinstance(contents, list):
+            raise MessageFormatError(
+                f'"{_gemini.REQUEST_LIST}" must be a list of Gemini contents, '
+                f"got {contents!r:.60}"
+            )
+        try:
+            found = _gemini.request_system(document)
+        except ValueError as exc:
+            raise MessageFormatError(str(exc)) from None
+        key, system = found if found is not None else (None, None)
+        return Request("gemini", document, contents, _gemini.REQUEST_LIST, system, key)
+    if _responses.REQUEST_LIST in document:
+        items = document[_responses.REQUEST_LIST]
+        if not isinstance(items, list):
+            raise MessageFormatError(
+                f'"{_responses.REQUEST_LIST}" must be a list of items, got {items!r:.60}'
+            )
+        instructions = _responses.request_system(document)
+        key = _responses.SYSTEM_KEY if instructions is not None else None
+        return Request(
+            "openai-responses", document, items, _responses.REQUEST_LIST, instructions, key
+        )
+    return None
+
+
+def write_request(request: Request, messages: list[Any], system: object = None) -> dict[str, Any]:
+    """A copy of ``request.document`` holding ``messages`` (every other key untouched).
+
+    ``system`` is the system prompt kept: :attr:`Request.system` itself (the document's
+    value stays as it was), a changed copy of it (e.g. trim's partial copy, whose content
+    is written back), or ``None`` (the prompt was dropped: its key goes).
+    """
+    document = dict(request.document)
+    if request.system_key is not None:
+        if system is None:
+            del document[request.system_key]
+        elif system is not request.system:
+            if request.kind == "gemini":
+                document[request.system_key] = _gemini.system_value(_fields(system))
+            else:
+                document[request.system_key] = message_content(system)
+    document[request.list_key] = messages
+    return document
+
+
+
+# -- writing a message -----------------------------------------------------------------
+
+#: How an OpenAI chat dict spells each canonical role.
+_CHAT_ROLES = {HUMAN: "user", AI: "assistant", SYSTEM: "system", TOOL: "tool"}
+
+
+def write_message(role: str, content: object, **fields: Any) -> dict[str, Any]:
+    """A new message as an OpenAI chat dict: ``role`` (canonical, e.g. :data:`HUMAN`, or as
+    spelled), then ``content``, then ``fields`` in order. Put it in a conversation's own
+    shape with :func:`match_shape`."""
+    return {"role": _CHAT_ROLES.get(role, role), "content": content, **fields}
+
+
+def reply_text(reply: object) -> str | None:
+    """The text of what a model or function returned: a string as it is, ``None`` as
+    ``None``, a message (a chat model's reply, any shape read here) its billed text joined
+    by newlines (never a repr); anything else as ``str()``."""
+    if reply is None or isinstance(reply, str):
+        return reply
+    if not isinstance(reply, Mapping) and getattr(reply, "content", None) is None:
+        return str(reply)
+    content = message_content(reply)
+    if isinstance(content, str):
+        return content
+    return "\n".join(read_message(reply).texts)
+
+
+def is_serialisation_stub(value: object) -> bool:
+    """Whether a value of LangChain ``dumpd`` output is its placeholder for an object it
+    cannot serialise (``{"lc": 1, "type": "not_implemented", "id": [...]}``)."""
+    return (
+        isinstance(value, Mapping)
+        and value.get("lc") == 1
+        and value.get("type") == "not_implemented"
+    )
+
+
+def request_instructions(parts: Any) -> str | None:
+    """The instruction text of a PydanticAI request's ``instruction_parts`` (joined by
+    blank lines), or ``None`` when there is none."""
+    return _pydantic_ai.instructions(parts)

@@ -17,7 +17,7 @@ thinking and text, and the requests holding their returns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,8 +29,6 @@ try:
         ModelRequest,
         ModelResponse,
         SystemPromptPart,
-        TextPart,
-        UserPromptPart,
     )
     from pydantic_ai.models import ModelRequestContext
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess
@@ -40,13 +38,17 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 from .config import ReducerResult
-from .messages import INJECTED_KEY
+from .messages import match_shape, request_instructions
 from .reducer import MessageReducer, warn_once_over_budget
 
 __all__ = ("ReducingCapability", "ahistory_processor", "history_processor", "run_namespace")
 
 #: First label of the default namespace, as the LangGraph integration names it.
 MEMORIES = "memories"
+
+_MESSAGES = (ModelRequest, ModelResponse)
+#: A message whose classes the reader builds a summary block from.
+_SAMPLE = ModelRequest(parts=[])
 
 #: ``namespace=``: a fixed namespace, or ``callable(ctx) -> namespace`` per run.
 NamespaceLike = Any
@@ -73,21 +75,15 @@ def _check(reducer: object) -> MessageReducer:
 def _in_shape(result: ReducerResult) -> list[ModelMessage]:
     """The survivors, an injected summary block turned into PydanticAI messages.
 
-    The block's marker goes in the messages' ``metadata``, which is never sent to a
-    model, so a later reduce recognises the summary as the package's own.
+    The default block already is (the reader writes it in the history's shape); a
+    ``summary_message_factory``'s dicts are put in it here. The block's marker goes in
+    the messages' ``metadata``, which is never sent to a model, so a later reduce
+    recognises the summary as the package's own.
     """
-    out: list[ModelMessage] = []
-    for message in result.surviving:
-        if not isinstance(message, Mapping):
-            out.append(message)
-            continue
-        metadata = {INJECTED_KEY: dict(message[INJECTED_KEY])} if INJECTED_KEY in message else None
-        text = str(message.get("content") or "")
-        if message.get("role") in ("assistant", "ai"):
-            out.append(ModelResponse(parts=[TextPart(text)], metadata=metadata))
-        else:
-            out.append(ModelRequest(parts=[UserPromptPart(text)], metadata=metadata))
-    return out
+    surviving = result.surviving
+    if all(isinstance(m, _MESSAGES) for m in surviving):
+        return list(surviving)
+    return [m if isinstance(m, _MESSAGES) else match_shape([m], _SAMPLE)[0] for m in surviving]
 
 
 def _split_first(messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -225,9 +221,5 @@ class ReducingCapability(AbstractCapability[Any]):
 
 def _instructions(request_context: ModelRequestContext) -> str | None:
     """The instruction text the request carries, when PydanticAI says it."""
-    parts = getattr(request_context.model_request_parameters, "instruction_parts", None)
-    if not parts:
-        return None
-    texts = [getattr(p, "content", None) for p in parts]
-    text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
-    return text or None
+    params = request_context.model_request_parameters
+    return request_instructions(getattr(params, "instruction_parts", None))

@@ -33,6 +33,7 @@ from .messages import (
     is_merge_update,
     message_id,
     read_messages,
+    reply_text,
     reported_input_tokens,
     synthetic_results,
 )
@@ -1246,12 +1247,7 @@ def _refuse_awaitable(value: object, name: str) -> None:
 
 
 def _as_summary(text: object) -> str | None:
-    if text is None:
-        return None
-    if isinstance(text, str):
-        return text
-    content = getattr(text, "content", None)  # a chat model's message
-    return content if isinstance(content, str) else str(text)
+    return reply_text(text)  # a string, or a chat model's message
 
 
 def warn_once_over_budget(reducer: MessageReducer, result: ReducerResult, thread: object) -> None:

@@ -14,7 +14,7 @@ import hashlib
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import ConfigError
@@ -24,13 +24,16 @@ from .messages import (
     INJECTED_KEY,
     SUMMARY_ACK_KIND,
     SUMMARY_KIND,
+    SYSTEM,
     TOOL,
     injected_kind,
     is_summary,
     match_shape,
     message_id,
     message_parts,
+    reply_text,
     summary_covers,
+    write_message,
 )
 from .tokens import approximate_text_tokens
 
@@ -121,19 +124,14 @@ def default_summary_messages_factory(
         key = hashlib.sha256(f"{count}\x1f{summary}".encode("utf-8", "surrogatepass")).hexdigest()
         key = key[:24]
     noun = "message" if count == 1 else "messages"
+    summary_mark = {INJECTED_KEY: {"kind": SUMMARY_KIND, "covers": count}}
+    ack_mark = {INJECTED_KEY: {"kind": SUMMARY_ACK_KIND}}
     return [
-        {
-            "role": "user",
-            "content": f"Summary of the {count} earlier {noun}:\n{summary}",
-            "id": f"summary-{key}",
-            INJECTED_KEY: {"kind": SUMMARY_KIND, "covers": count},
-        },
-        {
-            "role": "assistant",
-            "content": SUMMARY_ACK,
-            "id": f"summary-ack-{key}",
-            INJECTED_KEY: {"kind": SUMMARY_ACK_KIND},
-        },
+        write_message(
+            HUMAN, f"Summary of the {count} earlier {noun}:\n{summary}",
+            id=f"summary-{key}", **summary_mark,
+        ),
+        write_message(AI, SUMMARY_ACK, id=f"summary-ack-{key}", **ack_mark),
     ]
 
 
@@ -155,16 +153,6 @@ def render_messages(messages: Sequence[Any]) -> str:
         if not text and not parts.tool_calls:
             lines.append(f"[{label}] (no text)")
     return "\n".join(lines)
-
-
-def _reply_text(reply: object) -> str:
-    if isinstance(reply, str):
-        return reply
-    if reply is None:
-        return ""
-    if getattr(reply, "content", None) is None and not isinstance(reply, Mapping):
-        return str(reply)
-    return "\n".join(message_parts(reply).texts)
 
 
 class Summarizer:
@@ -248,14 +236,11 @@ class Summarizer:
 
     def _request(self, text: str) -> Any:
         if callable(getattr(self.model, "invoke", None)):
-            return [
-                {"role": "system", "content": self.instructions},
-                {"role": "user", "content": text},
-            ]
+            return [write_message(SYSTEM, self.instructions), write_message(HUMAN, text)]
         return f"{self.instructions}\n\n{text}"
 
     def _checked(self, reply: object) -> tuple[str, int]:
-        text = _reply_text(reply).strip()
+        text = (reply_text(reply) or "").strip()
         if not text:
             raise ValueError(f"the summary model returned no text ({reply!r:.80})")
         return text, self._count_tokens(text)

@@ -57,6 +57,7 @@ from .messages import (
     copy_state,
     message_state,
     read_message,
+    write_message,
 )
 
 __all__ = (
@@ -1056,11 +1057,11 @@ def request_overhead(
     """
     total = 0
     if system_prompt:
-        total += int(counter({"role": "system", "content": system_prompt}))
+        total += int(counter(write_message(SYSTEM, system_prompt)))
     for tool in tools:
         schema = _tool_schema(tool)
         text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"), default=str)
-        total += int(counter({"role": "system", "content": text}))
+        total += int(counter(write_message(SYSTEM, text)))
     return total
 
 

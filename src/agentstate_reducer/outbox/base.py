@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from ..errors import OutboxError, UnstorableError
-from ..messages import raw_message_id
+from ..messages import is_serialisation_stub, raw_message_id
 
 __all__ = (
     "CLAIMED",
@@ -214,7 +214,7 @@ def encode_message(message: object, index: int = 0) -> tuple[str, str]:
 
 def _refuse_stubs(value: Any, index: int, path: tuple[object, ...]) -> None:
     if isinstance(value, dict):
-        if value.get("lc") == 1 and value.get("type") == "not_implemented":
+        if is_serialisation_stub(value):
             raise _unstorable(index, path, f"a {value.get('id')!r} LangChain cannot serialise",
                               "JSON values or bytes")
         for k, v in value.items():
