@@ -12,6 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from strategies import SHAPES, Calls, Results, Say, Script, render, scripts
+from strategies_responses import responses_histories
+from test_shape_bedrock import bedrock_histories
+from test_shape_gemini import gemini_histories
 
 from agentstate_reducer import (
     ClearToolResults,
@@ -37,8 +40,9 @@ from agentstate_reducer.messages import (
     package_note,
     part_text,
     read_messages,
+    with_parts,
 )
-from agentstate_reducer.tokens import approximate_token_count
+from agentstate_reducer.tokens import approximate_text_tokens, approximate_token_count
 
 BIG = "lorem ipsum dolor sit amet " * 60  # about 300 tokens
 
@@ -215,7 +219,7 @@ def test_a_result_shorter_than_its_placeholder_stays() -> None:
 
 def test_a_short_result_is_never_cleared_nor_counted() -> None:
     """A result of at most 256 characters stays, however a counter weighs it, and is
-    not even counted; one character more and it is cleared."""
+    not even counted; one character more (and over 64 tokens) and it is cleared."""
     counted: list[Any] = []
 
     def heavy(message: Any) -> int:  # 1 token per character: 256 characters > 64 tokens
@@ -230,8 +234,10 @@ def test_a_short_result_is_never_cleared_nor_counted() -> None:
     )
     assert MessageReducer(config=config).reduce(history).edited == ()
     assert counted == []
-    longer = conversation(3, result="x" * 254)
+    longer = conversation(3, result="x " * 127)  # 257 characters, over 64 tokens
     assert len(MessageReducer(config=config).reduce(longer).edited) == 3
+    # Count mode sizes a part with the heuristic: the counter is never asked.
+    assert counted == []
 
 
 def test_count_mode_counts_only_messages_long_enough_to_offload() -> None:
@@ -599,3 +605,188 @@ def test_every_shape_is_edited() -> None:
         assert is_edited(part.value), shape
         for provider in ("openai", "anthropic"):
             assert validate_history(outcome.messages, provider=provider) == [], shape
+
+
+# -- every shape ---------------------------------------------------------------------------
+
+#: Each shape the reader reads, and the providers whose rules its histories pass.
+EVERY_SHAPE: dict[str, tuple[str, ...]] = {
+    **{shape: ("openai", "anthropic") for shape in SHAPES},
+    "pydantic_ai": ("openai", "anthropic"),
+    "openai-responses": ("openai-responses",),
+    "gemini": ("gemini",),
+    "bedrock": ("bedrock",),
+}
+_PAYLOAD_KEYS = frozenset({"text", "output", "content", "result", "json"})
+
+
+def _grow(value: Any, times: int) -> Any:
+    """``value`` with every text in it repeated ``times`` times."""
+    if isinstance(value, str):
+        return (value + " ") * times
+    if isinstance(value, list):
+        return [_grow(v, times) for v in value]
+    if isinstance(value, dict):
+        return {k: _grow(v, times) if k in _PAYLOAD_KEYS else v for k, v in value.items()}
+    return value
+
+
+def _inflate(history: list[Any], times: int) -> list[Any]:
+    """Every tool result of ``history`` made long enough to be worth clearing."""
+    out = []
+    for message in history:
+        parts = [p for p in editable_parts(message) if p.kind == TOOL_RESULT_PART]
+        values = {p.path: _grow(p.value, times) for p in parts}
+        out.append(with_parts(message, values) if values else message)
+    return out
+
+
+@st.composite
+def _shaped(draw: st.DrawFn) -> tuple[str, list[Any]]:
+    shape = draw(st.sampled_from(sorted(EVERY_SHAPE)))
+    if shape == "openai-responses":
+        history = draw(responses_histories(max_exchanges=4))
+    elif shape == "gemini":
+        history = draw(gemini_histories(max_turns=4))
+    elif shape == "bedrock":
+        history = draw(bedrock_histories(max_turns=4))
+    else:
+        history = render(draw(scripts(max_exchanges=5)), shape)
+    return shape, _inflate(history, draw(st.integers(1, 120)))
+
+
+def _every_shape_config(draw: st.DrawFn, history: list[Any], hook: Any = None) -> ReducerConfig:
+    edits: list[Any] = [ClearToolResults(
+        keep=draw(st.integers(0, 3)),
+        clear_tool_inputs=draw(st.booleans()),
+        clear_at_least=draw(st.sampled_from([0, 0, 50])),
+    )]
+    if draw(st.booleans()):
+        edits.append(Offload(above=draw(st.integers(60, 400)), head=10, tail=10))
+    # From well under the history's size (most is pruned) to over it (nothing fires).
+    share = draw(st.sampled_from([0.05, 0.3, 0.6, 0.9, 1.1]))
+    return ReducerConfig(
+        max_tokens=max(20, int(total(history) * share)),
+        token_counter="approximate",
+        preserve_first=draw(st.booleans()),
+        context_edits=edits,
+        on_prune=[hook] if hook is not None else [],
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_shaped(), data=st.data())
+def test_every_shape_keeps_its_histories_valid_and_edits_traceably_once(
+    case: tuple[str, list[Any]], data: st.DataObject
+) -> None:
+    shape, history = case
+    config = _every_shape_config(data.draw, history)
+    providers = [p for p in EVERY_SHAPE[shape] if validate_history(history, provider=p) == []]
+    assert providers, "the generators draw valid histories"
+    # The reducer's own way of sizing a part (a built-in counter), or a custom counter's.
+    text_tokens = data.draw(st.sampled_from([approximate_text_tokens, None]))
+    before = copy.deepcopy(history)
+    counts = [approximate_token_count(m) for m in history]
+    outcome = edit_messages(
+        history, read_messages(history), counts, config, approximate_token_count, text_tokens
+    )
+    assert history == before  # never mutated
+    assert [r[:4] for r in read_messages(outcome.messages)] == [
+        r[:4] for r in read_messages(history)
+    ]
+    for provider in providers:
+        assert validate_history(outcome.messages, provider=provider) == [], (shape, provider)
+    for edit in outcome.edits:
+        assert type(outcome.messages[edit.index]) is type(history[edit.index])
+        assert message_id(edit.original) == edit.handle
+        note = package_note(edit.original)
+        assert note is not None and note["edit"] == edit.kind and note["handle"] == edit.handle
+        parts = editable_parts(outcome.messages[edit.index])
+        if edit.kind == CLEARED_INPUT:
+            assert any(p.kind == TOOL_ARGS_PART and p.call_id == edit.call_id for p in parts)
+            continue
+        texts = [part_text(p.value) for p in parts if edit.handle in part_text(p.value)]
+        assert texts, "the placeholder names its handle"
+        if edit.call_id is not None:  # every generated result answers a named call
+            assert edit.tool is not None and f"result of {edit.tool}" in texts[0], shape
+        assert any(handle_of(p.value) == edit.handle for p in editable_parts(edit.original))
+    assert len({(e.index, e.call_id, e.kind) for e in outcome.edits}) == len(outcome.edits)
+    again = edit_messages(
+        outcome.messages, read_messages(outcome.messages),
+        [approximate_token_count(m) for m in outcome.messages], config,
+        approximate_token_count, text_tokens,
+    )
+    assert again.edits == ()
+    assert again.messages == outcome.messages
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=_shaped(), data=st.data())
+def test_every_shape_hands_each_original_to_the_hooks_once(
+    case: tuple[str, list[Any]], data: st.DataObject
+) -> None:
+    _, history = case
+    hook = Hook()
+    r = MessageReducer(config=_every_shape_config(data.draw, history, hook))
+    first = r.reduce(history)
+    r.reduce(history)  # the same unedited history again (a retried step)
+    second = r.reduce(first.surviving)
+    assert second.edited == () and second.surviving == first.surviving
+    handles = Counter(message_id(m) for m in hook.edited())
+    assert set(handles) == {e.handle for e in first.edited}
+    assert all(n == 1 for n in handles.values())
+
+
+def test_every_shape_clears_an_old_result_and_offloads_a_big_one() -> None:
+    """One fixed history per shape: the old result is cleared, the oversized current one
+    offloaded (the repro of each shape that once edited nothing)."""
+    big = "x " * 3000
+    responses: list[Any] = [{"type": "message", "role": "user", "content": "q"}]
+    for i in range(6):
+        responses += [
+            {"type": "function_call", "call_id": f"c{i}", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": big},
+        ]
+    responses.append({"type": "message", "role": "assistant", "content": "done"})
+    config = ReducerConfig(max_tokens=4000, context_edits=(ClearToolResults(keep=1),))
+    result = MessageReducer(config=config).reduce(responses)
+    assert (len(result.surviving), len(result.edited)) == (14, 5)
+    assert all(e.tool == "f" for e in result.edited)
+    assert validate_history(result.surviving, provider="openai-responses") == []
+
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    pydantic: list[Any] = [ModelRequest(parts=[UserPromptPart("q")])]
+    for i in range(6):
+        pydantic += [
+            ModelResponse(parts=[ToolCallPart("f", {}, tool_call_id=f"c{i}")]),
+            ModelRequest(parts=[ToolReturnPart("f", big, tool_call_id=f"c{i}")]),
+        ]
+    pydantic.append(ModelResponse(parts=[TextPart("done")]))
+    result = MessageReducer(config=config).reduce(pydantic)
+    assert (len(result.surviving), len(result.edited)) == (14, 5)
+    offload = ReducerConfig(max_tokens=40_000, context_edits=(Offload(above=1000),))
+    result = MessageReducer(config=offload).reduce(pydantic)
+    assert len(result.edited) == 6 and {e.kind for e in result.edited} == {OFFLOADED}
+    assert result.surviving[-2].parts[0].content.startswith("[offloaded: result of f, ")
+
+
+def test_a_langchain_tool_message_keeps_its_artifact() -> None:
+    """The content is what the model is sent, so it is what is cleared; the artifact
+    (never sent) stays on the copy, and on the original the hooks get."""
+    history = conversation(3)
+    history[3] = ToolMessage(f"0: {BIG}", tool_call_id="c0", id="t0", artifact={"rows": [1]})
+    hook = Hook()
+    result = reducer(ClearToolResults(keep=1), hook=hook, max_tokens=total(history) - 10).reduce(
+        history
+    )
+    assert result.surviving[3].artifact == {"rows": [1]} and is_edited(result.surviving[3].content)
+    (original,) = [m for m in hook.edited() if package_note(m)["call_id"] == "c0"]
+    assert original.artifact == {"rows": [1]} and original.content == f"0: {BIG}"

@@ -68,12 +68,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     # context editing's note on a copy (read back by messages.package_note), the package's
     # own metadata: "call_id" names the edited call there, not a Responses item's link
     ("edit.py", "original", "call_id"): "the package's edit note",
-    # edit._text_size: its byte pre-filter reads a chat dict's content directly (the one
-    # dict fast path left outside the reader); the context-editing work owns edit.py and
-    # moves it behind messages.editable_body
-    ("edit.py", "_text_size", "role"): "edit.py's pre-filter, moving into the reader",
-    ("edit.py", "_text_size", "parts"): "edit.py's pre-filter, moving into the reader",
-    ("edit.py", "_text_size", "content"): "edit.py's pre-filter, moving into the reader",
     # LangGraph's agent state holds the conversation under "messages": a state key
     ("langgraph/_middleware.py", "before_model", "messages"): "LangGraph state key",
     ("langgraph/_middleware.py", "abefore_model", "messages"): "LangGraph state key",

@@ -341,18 +341,82 @@ def test_missing_pydantic_ai_names_the_extra() -> None:
     assert 'pip install "agentstate-reducer[pydantic-ai]"' in out.stdout
 
 
-def test_context_editing_leaves_pydantic_ai_messages_as_they_are() -> None:
-    from agentstate_reducer import ClearToolResults
+def test_editable_parts_of_each_pydantic_ai_part() -> None:
+    response = ModelResponse(
+        parts=[ThinkingPart("hm"), TextPart("say"), ToolCallPart("lookup", {"q": 1}, "a")]
+    )
+    request = ModelRequest(
+        parts=[
+            SystemPromptPart("s"),
+            ToolReturnPart("lookup", {"rows": [1]}, "a"),
+            UserPromptPart(["look", ImageUrl("https://example.invalid/x.png")]),
+        ]
+    )
+    assert [p[:4] for p in editable_parts(response)] == [
+        (("parts", 1, "content"), "text", None, None),
+        (("parts", 2, "args"), "tool_args", "a", "lookup"),
+    ]
+    assert [p[:4] for p in editable_parts(request)] == [
+        (("parts", 1, "content"), "tool_result", "a", "lookup"),
+        (("parts", 2, "content", 0), "text", None, None),
+    ]
 
+
+def test_context_editing_writes_back_a_new_message_of_the_same_class_losslessly() -> None:
+    from dataclasses import fields
+
+    from agentstate_reducer import ClearToolResults
+    from agentstate_reducer.messages import message_id, package_note
+
+    big = "row " * 400
+    history = conversation(3)
+    for n in range(3):
+        (part,) = history[3 + 4 * n].parts
+        history[3 + 4 * n] = ModelRequest(
+            parts=[ToolReturnPart("lookup", f"{n} {big}", part.tool_call_id)],
+            run_id="run-1", metadata={"mine": n},
+        )
+    received: list[Any] = []
     config = ReducerConfig(
         min_messages=20, max_messages=40,
-        context_edits=[ClearToolResults(keep=0, trigger_messages=1)],
+        context_edits=[ClearToolResults(keep=1, trigger_messages=1, clear_tool_inputs=True)],
+        on_prune=[lambda messages, namespace: received.extend(messages)],
     )
-    history = conversation(3)
-    assert [editable_parts(m) for m in history] == [()] * len(history)  # not a bogus part
+    before = [copy_state(message_state(m)) for m in history]
     result = MessageReducer(config=config).reduce(history)
-    assert result.surviving == history and not result.edited
-    assert all(not hasattr(m, "content") for m in result.surviving)
+    assert [message_state(m) for m in history] == before  # nothing mutated
+    assert [(e.kind, e.call_id, e.tool) for e in result.edited] == [
+        ("cleared input", "c0-0", "lookup"), ("cleared", "c0-0", "lookup"),
+        ("cleared input", "c1-0", "lookup"), ("cleared", "c1-0", "lookup"),
+    ]
+    for edit in result.edited:
+        old, new = history[edit.index], result.surviving[edit.index]
+        assert type(new) is type(old) and new is not old
+        (old_part,), (new_part,) = old.parts[-1:], new.parts[-1:]
+        changed = "args" if edit.kind == "cleared input" else "content"
+        for f in fields(old):  # every other field as it was
+            if f.name != "parts":
+                assert getattr(new, f.name) == getattr(old, f.name), f.name
+        for f in fields(old_part):
+            if f.name != changed:
+                assert getattr(new_part, f.name) == getattr(old_part, f.name), f.name
+        if changed == "content":
+            assert new_part.content.startswith("[cleared: result of lookup, ")
+            assert edit.handle in new_part.content
+        else:
+            assert new_part.args == {}
+    assert validate_history(result.surviving, provider="anthropic") == []
+    originals = [m for m in received if package_note(m)]
+    assert sorted(message_id(m) or "" for m in originals) == sorted(
+        e.handle for e in result.edited
+    )
+    for m in originals:  # the copy a hook gets: the original part, the note in metadata
+        note = package_note(m)
+        assert note is not None and m.metadata["agentstate_reducer"] == note
+        if note["edit"] == "cleared":
+            assert m.parts[0].content.endswith(big) and m.run_id == "run-1"
+    again = MessageReducer(config=config).reduce(result.surviving)
+    assert again.edited == () and again.surviving == result.surviving
 
 
 def test_over_budget_is_warned_once_per_conversation(caplog: pytest.LogCaptureFixture) -> None:

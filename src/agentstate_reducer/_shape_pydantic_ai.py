@@ -20,6 +20,8 @@ How the shape maps onto the reader's view:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -27,6 +29,7 @@ from typing import Any, NamedTuple
 __all__ = (
     "Billed",
     "billed",
+    "editable",
     "instructions",
     "is_message",
     "kinds",
@@ -35,6 +38,7 @@ __all__ = (
     "state",
     "synthetic_results",
     "text_message",
+    "with_values",
 )
 
 #: Parts of a request that speak in the user's voice (rendered as user content).
@@ -241,6 +245,96 @@ def state(message: object) -> list[Any]:
         for p in _parts(message)
     ]
     return [type(message), parts, *(v for k, v in fields.items() if k != "parts")]
+
+
+#: ``(path, kind, call id, tool name, value)``: one part context editing may replace.
+Editable = tuple[tuple[str | int, ...], str, str | None, str | None, Any]
+
+
+def editable(message: object) -> list[Editable]:
+    """The parts of a message context editing may replace, by path from the message.
+
+    A ``tool-return`` part's ``content`` (kind ``"tool_result"``), a ``tool-call``
+    part's ``args`` (``"tool_args"``), and text: a ``text`` part's content, a user
+    prompt's string content or the strings of its content list (``"text"``). System
+    prompts, thinking, retries and the provider's own tools give nothing.
+    """
+    out: list[Editable] = []
+    for j, part in enumerate(_parts(message)):
+        kind = getattr(part, "part_kind", None)
+        if kind == "tool-return":
+            name = getattr(part, "tool_name", None)
+            out.append(
+                (
+                    ("parts", j, "content"),
+                    "tool_result",
+                    _as_id(getattr(part, "tool_call_id", None)),
+                    name if isinstance(name, str) and name else None,
+                    getattr(part, "content", None),
+                )
+            )
+        elif kind == "tool-call":
+            name = getattr(part, "tool_name", None)
+            out.append(
+                (
+                    ("parts", j, "args"),
+                    "tool_args",
+                    _as_id(getattr(part, "tool_call_id", None)),
+                    name if isinstance(name, str) and name else None,
+                    getattr(part, "args", None),
+                )
+            )
+        elif kind in ("text", "user-prompt"):
+            content = getattr(part, "content", None)
+            if isinstance(content, str):
+                out.append((("parts", j, "content"), "text", None, None, content))
+            elif kind == "user-prompt" and isinstance(content, (list, tuple)):
+                for k, item in enumerate(content):
+                    if isinstance(item, str):
+                        out.append((("parts", j, "content", k), "text", None, None, item))
+    return out
+
+
+def with_values(
+    message: Any,
+    values: Mapping[tuple[str | int, ...], object],
+    note: Mapping[str, Any] | None,
+    note_key: str,
+) -> Any:
+    """A new message of the same class (``dataclasses.replace``) with each path of
+    :func:`editable` set to its value; every other field, and every other part, as it was.
+
+    ``("parts",)`` replaces the whole list; ``("id",)`` sets an ``id`` attribute (the
+    key an ``on_prune`` hook stores an edited original under). ``note`` goes in the
+    message's ``metadata`` under ``note_key`` (never sent to a model). Values are
+    copied; ``message`` and its parts are never mutated.
+    """
+    parts = list(_parts(message))
+    ident: object = None
+    for path, value in values.items():
+        value = copy.deepcopy(value)
+        if path == ("id",):
+            ident = value
+        elif path == ("parts",):
+            parts = list(value)  # type: ignore[call-overload]
+        elif len(path) in (3, 4) and path[0] == "parts" and isinstance(path[1], int):
+            part = parts[path[1]]
+            name = str(path[2])
+            if len(path) == 4:
+                items = list(getattr(part, name))
+                items[path[3]] = value  # type: ignore[index]
+                value = items
+            parts[path[1]] = dataclasses.replace(part, **{name: value})
+        else:
+            raise ValueError(f"no editable part of a PydanticAI message at {path!r}")
+    changes: dict[str, Any] = {"parts": parts}
+    if note is not None:
+        metadata = getattr(message, "metadata", None)
+        changes["metadata"] = {**(metadata or {}), note_key: dict(note)}
+    copied = dataclasses.replace(message, **changes)
+    if ident is not None:
+        copied.id = ident
+    return copied
 
 
 def marker(message: object, key: str) -> object:

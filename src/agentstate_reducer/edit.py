@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,8 +36,7 @@ from .messages import (
     TOOL_RESULT_PART,
     EditablePart,
     MessageView,
-    editable_body,
-    editable_parts,
+    editable_size,
     holding_block,
     message_id,
     message_parts,
@@ -46,6 +44,7 @@ from .messages import (
     part_text,
     with_parts,
 )
+from .tokens import approximate_text_tokens
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -247,9 +246,18 @@ class EditOutcome:
     edits: tuple[ContextEdit, ...]
 
 
+_to_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+
+
 def handle_of(value: object) -> str:
-    """The content-addressed handle of a part's value: ``ctx_`` and 16 hex digits."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    """The content-addressed handle of a part's value: ``ctx_`` and 16 hex digits.
+
+    The digest of ``json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)``.
+    """
+    if type(value) is str and '"' not in value and "\\" not in value and value.isprintable():
+        text = f'"{value}"'  # what the encoder writes, without its escaping pass
+    else:
+        text = _to_json(value)
     return "ctx_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HANDLE_HEX]
 
 
@@ -301,24 +309,6 @@ def _size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def _text_size(message: Any) -> int:
-    """At least the UTF-8 bytes (so the characters) of any part's text in ``message``,
-    found without reading its parts: every editable text lives in its content, and a
-    ``repr`` holds every string in it whole."""
-    if type(message) is dict and message.get("role") is not None and "parts" not in message:
-        content = message.get("content")  # the common dict, read as editable_body does
-    else:
-        content = editable_body(message)
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        return _size(content)
-    try:
-        return _size(repr(content))
-    except Exception:
-        return sys.maxsize
-
-
 class _Counts(Sequence[int]):
     """Token counts of an edited history: the copies' own, the others' from ``base``
     (which may count lazily, so what no rule asks for is never counted)."""
@@ -356,6 +346,7 @@ class _Editor:
         views: Sequence[MessageView],
         counts: Sequence[int] | None,
         count: Callable[[Any], int],
+        text_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.source = messages
         self.views = views
@@ -365,28 +356,46 @@ class _Editor:
         #: Counts of the edited copies, and in count mode of the messages counted so far.
         self.own: dict[int, int] = {}
         self.count = count
+        self.text_tokens = text_tokens
         self.edits: list[ContextEdit] = []
         #: Tokens of the whole edited history, once a pass has summed them all.
         self.total: int | None = None
         self._issuers: dict[str, int] | None = None
         self._names: dict[str, str | None] = {}
 
-    def tool_name(self, part: EditablePart) -> str | None:
-        if part.tool or part.call_id is None:
+    def parts(self, i: int) -> tuple[EditablePart, ...]:
+        """The editable parts of message ``i`` as edited so far (its record: the original's,
+        whose roles and links no edit changes)."""
+        view = self.views[i]
+        return view.shape.editable(self.messages[i], view)
+
+    def tool_name(self, part: EditablePart, i: int) -> str | None:
+        """The tool whose result ``part`` (of message ``i``) is: named on the part, else on
+        the call it answers, looked for just before ``i`` first (where it nearly always is)."""
+        call_id = part.call_id
+        if part.tool or call_id is None:
             return part.tool
-        if part.call_id in self._names:
-            return self._names[part.call_id]
-        if self._issuers is None:
-            self._issuers = {c: j for j, v in enumerate(self.views) for c in v.calls}
-        name = None
-        issuer = self._issuers.get(part.call_id)
-        if issuer is not None:
-            for call in editable_parts(self.source[issuer], issuer):
-                if call.kind == TOOL_ARGS_PART and call.call_id == part.call_id and call.tool:
-                    name = call.tool
-                    break
-        self._names[part.call_id] = name
-        return name
+        names = self._names
+        if call_id in names:
+            return names[call_id]
+        views = self.views
+        issuer = None
+        for j in range(i - 1, max(-1, i - 65), -1):
+            if call_id in views[j].calls:
+                issuer = j
+                break
+        else:
+            if self._issuers is None:
+                self._issuers = {c: j for j, v in enumerate(views) for c in v.calls}
+            issuer = self._issuers.get(call_id)
+        names[call_id] = None
+        if issuer is not None:  # every call it issues, named at once (parallel calls)
+            view = views[issuer]
+            for call in view.shape.editable(self.source[issuer], view):
+                ident = call.call_id
+                if call.kind == TOOL_ARGS_PART and ident and call.tool and not names.get(ident):
+                    names[ident] = call.tool
+        return names[call_id]
 
     def tokens(self, i: int) -> int:
         """Tokens of message ``i`` (as edited so far), counted now if not known."""
@@ -412,10 +421,20 @@ class _Editor:
                 return True
         return False
 
-    def part_tokens(self, i: int, part: EditablePart) -> int:
-        if part.path == ("content",):
-            return self.tokens(i)
-        return self.count(with_parts(self.messages[i], {("content",): part_text(part.value)}))
+    def part_tokens(self, i: int, part: EditablePart, text: str) -> int:
+        """The size in tokens of ``part`` of message ``i``, whose text is ``text``; it
+        depends on the part alone, so a part is sized the same on every reduce.
+
+        Token mode: the message's count when the part is its whole content, else the
+        text counted by the reducer's counter when it is a built-in one. Otherwise (count
+        mode, which counts no message for it, and custom counters): the heuristic.
+        """
+        if self.base is not None:
+            if part.path == ("content",):
+                return self.tokens(i)
+            if self.text_tokens is not None:
+                return self.text_tokens(text)
+        return approximate_text_tokens(text)
 
     def edit(
         self, i: int, changes: list[_Change], *, measure: bool, only_if_smaller: bool = False
@@ -489,13 +508,13 @@ def _fires(option: ClearToolResults, config: ReducerConfig, editor: _Editor) -> 
 
 
 def _offload_one(editor: _Editor, option: Offload, i: int) -> None:
-    message = editor.messages[i]
-    if editor.views[i].role == SYSTEM or _text_size(message) <= option.above:
+    view = editor.views[i]
+    if view.role == SYSTEM or editable_size(editor.messages[i], view) <= option.above:
         return  # no part can hold more tokens than bytes: no need to count
     if editor.tokens(i) <= option.above:
         return
     changes = []
-    for part in editable_parts(message, i):
+    for part in editor.parts(i):
         if part.kind == TOOL_ARGS_PART or (part.kind == TEXT_PART and not option.text):
             continue
         if is_edited(part.value):
@@ -503,10 +522,10 @@ def _offload_one(editor: _Editor, option: Offload, i: int) -> None:
         text = part_text(part.value)
         if _size(text) <= option.above:
             continue
-        size = editor.part_tokens(i, part)
+        size = editor.part_tokens(i, part, text)
         if size <= option.above:
             continue
-        tool = editor.tool_name(part) if part.kind == TOOL_RESULT_PART else None
+        tool = editor.tool_name(part, i) if part.kind == TOOL_RESULT_PART else None
         handle = handle_of(part.value)
         preview = _preview(_label(part, tool), size, handle, text, option)
         changes.append(_Change(part, preview, OFFLOADED, tool, size, handle))
@@ -519,13 +538,13 @@ def _offload(
 ) -> None:
     """Offload from the end back, leaving alone what the plan will prune anyway (as
     :func:`_clear` does); the kept first message always."""
-    above, messages = option.above, editor.messages
+    above, messages, views = option.above, editor.messages, editor.views
     for i in range(start):
         _offload_one(editor, option, i)
     low = max(start, stop)
     if limit is None:  # count mode: only a message long enough is counted
         for i in range(len(messages) - 1, low - 1, -1):
-            if _text_size(messages[i]) > above:
+            if editable_size(messages[i], views[i]) > above:
                 _offload_one(editor, option, i)
         return
     tokens = editor.tokens
@@ -560,6 +579,7 @@ def _clear(
     views, own = editor.views, editor.own
     # In count mode nothing needs the saving unless clear_at_least asks for it.
     measure = editor.base is not None or option.clear_at_least > 0
+    counted = editor.base is not None
     for i in range(len(editor.messages) - 1, max(start, stop) - 1, -1):
         view = views[i]
         skip = view.role == SYSTEM or not (view.answers or inputs)
@@ -569,9 +589,9 @@ def _clear(
                 kept += 1
                 skip = True
             else:
-                skip = (
-                    _text_size(editor.messages[i]) <= _WORTH_CLEARING_CHARS
-                    or editor.tokens(i) <= _WORTH_CLEARING
+                # (In count mode the part's own size rules, below: nothing is counted.)
+                skip = editable_size(editor.messages[i], view) <= _WORTH_CLEARING_CHARS or (
+                    counted and editor.tokens(i) <= _WORTH_CLEARING
                 )
         if skip:
             if limit is not None:
@@ -581,7 +601,7 @@ def _clear(
             continue
         message = editor.messages[i]
         changes = []
-        for part in reversed(editable_parts(message, i)):
+        for part in reversed(editor.parts(i)):
             if part.kind == TOOL_ARGS_PART:
                 if part.call_id in inputs and not _args_cleared(part.value):
                     tool = part.tool
@@ -591,18 +611,21 @@ def _clear(
                 continue
             if part.kind != TOOL_RESULT_PART:
                 continue
-            tool = editor.tool_name(part) if option.exclude_tools else None
+            tool = editor.tool_name(part, i) if option.exclude_tools else None
             if tool is not None and tool in option.exclude_tools:
                 continue
             if kept < option.keep:
                 kept += 1
                 continue
-            if is_edited(part.value) or len(part_text(part.value)) <= _WORTH_CLEARING_CHARS:
+            if is_edited(part.value):
                 continue
-            size = editor.part_tokens(i, part)
+            text = part_text(part.value)
+            if len(text) <= _WORTH_CLEARING_CHARS:
+                continue
+            size = editor.part_tokens(i, part, text)
             if size <= _WORTH_CLEARING:
                 continue
-            tool = editor.tool_name(part)
+            tool = editor.tool_name(part, i)
             handle = handle_of(part.value)
             placeholder = _placeholder(_label(part, tool), size, handle)
             changes.append(_Change(part, placeholder, CLEARED, tool, size, handle))
@@ -631,6 +654,7 @@ def edit_messages(
     counts: Sequence[int] | None,
     config: ReducerConfig,
     count: Callable[[Any], int],
+    text_tokens: Callable[[str], int] | None = None,
 ) -> EditOutcome:
     """Apply ``config.context_edits`` to ``messages``; the inputs are never mutated.
 
@@ -645,6 +669,8 @@ def edit_messages(
             ``count`` only where a rule needs their size.
         config: the reducer configuration (its ``context_edits`` and thresholds).
         count: counts one message (an edited copy) with the reducer's counter.
+        text_tokens: counts a text as that counter does, when it is a built-in one (the
+            size of a part that is not a message's whole content); ``None`` otherwise.
 
     Returns:
         An :class:`EditOutcome`: ``messages`` with edited copies in place, their
@@ -653,7 +679,7 @@ def edit_messages(
     clear = next((o for o in config.context_edits if isinstance(o, ClearToolResults)), None)
     offload = next((o for o in config.context_edits if isinstance(o, Offload)), None)
     n = len(messages)
-    editor = _Editor(messages, views, counts, count)
+    editor = _Editor(messages, views, counts, count, text_tokens)
     if not n or (clear is None and offload is None):
         return EditOutcome(editor.messages, counts, ())
     start = 1 if config.preserve_first else 0
@@ -699,7 +725,7 @@ class AppendRule:
         if above is None:
             return True
         for k, message in enumerate(new):
-            if _text_size(message) <= above:
+            if editable_size(message) <= above:
                 continue
             if new_counts is not None:
                 found = new_counts[k]

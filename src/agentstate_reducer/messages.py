@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeGuard, TypeVar
@@ -75,6 +76,7 @@ __all__ = (
     "is_summary",
     "make_record",
     "editable_body",
+    "editable_size",
     "item_type",
     "record_group",
     "editable_parts",
@@ -227,6 +229,11 @@ class Shape:
     def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
         """The parts context editing may replace (see :func:`editable_parts`)."""
         return _chat_editable(message, record)
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        """At least the UTF-8 bytes of the tool results and text :meth:`editable` finds
+        (see :func:`editable_size`), without finding them: the value holding them all."""
+        return _value_size(_get(_fields(message), "content"))
 
 
 #: The chat shapes, read by this module.
@@ -547,7 +554,11 @@ class _PydanticAIShape(Shape):
         return _pydantic_ai.kinds(message)
 
     def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
-        return ()  # context editing does not rewrite PydanticAI parts yet
+        return tuple(EditablePart(*part) for part in _pydantic_ai.editable(message))
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        parts = _pydantic_ai.editable(message)
+        return sum(_value_size(part[4]) for part in parts if part[1] != TOOL_ARGS_PART)
 
 
 class _GeminiShape(Shape):
@@ -591,6 +602,9 @@ class _GeminiShape(Shape):
 
     def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
         return tuple(EditablePart(*part) for part in _gemini.editable(_fields(message)["parts"]))
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        return _value_size(_fields(message)["parts"])
 
 
 _GEMINI = _GeminiShape()
@@ -679,6 +693,12 @@ class _ResponsesShape(Shape):
         kind = item_type(message)
         assert kind is not None and isinstance(message, Mapping)
         return tuple(EditablePart(*part) for part in _responses.editable(message, kind))
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        kind = item_type(message)
+        assert kind is not None and isinstance(message, Mapping)
+        parts = _responses.editable(message, kind)
+        return sum(_value_size(part[4]) for part in parts if part[1] != TOOL_ARGS_PART)
 
 
 _RESPONSES = _ResponsesShape()
@@ -1546,6 +1566,36 @@ def editable_body(message: object) -> Any:
     return message_content(message)
 
 
+def _value_size(value: object) -> int:
+    """At least the UTF-8 bytes of every string in ``value`` (a ``repr`` holds each whole)."""
+    if value is None:
+        return 0
+    if type(value) is str:
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    try:
+        return len(repr(value).encode("utf-8", "surrogatepass"))
+    except Exception:
+        return sys.maxsize
+
+
+def editable_size(message: object, record: MessageRecord | None = None) -> int:
+    """At least the UTF-8 bytes (so the characters, and any built-in count) of every
+    tool result and text part :func:`editable_parts` finds in ``message``, found
+    without finding them: context editing asks it to pass over a message too short to
+    edit unread.
+
+    ``record`` is the message's record (read when not given); it may be that of the
+    message an edited copy was made from, whose size bounds the copy's. Arguments of
+    tool calls are not included.
+    """
+    if record is None:
+        record = read_message(message)
+    text = record[4]
+    if text is not None:  # the content is this one string
+        return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return record[5][7].editable_size(message, record)
+
+
 def holding_block(message: object, path: tuple[str | int, ...]) -> Any:
     """The content block (a Gemini part) an :class:`EditablePart` path leads into."""
     fields: Any = _fields(message)
@@ -1851,6 +1901,8 @@ def with_parts(
     message's fields, or of a message object's ``additional_kwargs``) and read back by
     :func:`package_note`. Neither ``message`` nor the values are ever mutated.
     """
+    if _pydantic_ai.is_message(message):
+        return _pydantic_ai.with_values(message, values, note, PACKAGE_NOTE)  # type: ignore[no-any-return]
     copied: Any = copy.deepcopy(message)
     mapping = isinstance(copied, Mapping)
     fields: Any = _payload(copied)[0] if mapping else copied
@@ -1883,6 +1935,9 @@ def with_parts(
 
 def package_note(message: object) -> Mapping[str, Any] | None:
     """The note :func:`with_parts` recorded on a copy, or ``None``."""
+    if _pydantic_ai.is_message(message):
+        found = _pydantic_ai.marker(message, PACKAGE_NOTE)
+        return found if isinstance(found, Mapping) else None
     fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
     found = _get(fields, PACKAGE_NOTE)
     if found is None and not isinstance(fields, Mapping):

@@ -49,6 +49,7 @@ from .tokens import (
     REPLY_PRIMING_TOKENS,
     Calibration,
     TokenCountCache,
+    _text_counter,
     request_overhead,
     resolve_token_counter,
 )
@@ -602,6 +603,11 @@ class MessageReducer:
         )
         return messages, plan, (views, counts), (), added
 
+    def _part_counter(self) -> Callable[[str], int] | None:
+        """How context editing counts a part of a message in token mode: the counter's
+        text counter when it is a built-in one (else editing estimates from the message)."""
+        return _text_counter(self._cache().counter) if self.config.token_mode else None
+
     def _count_one(self, message: Any) -> int:
         """One message (an edited copy) counted, and remembered, with this reducer's counter."""
         return self._cache().counts([message])[0]
@@ -619,7 +625,9 @@ class MessageReducer:
             if budget.calibrate_from_usage:
                 self._learn(messages, views, counts, namespace)
             budget = self._budget(namespace)  # the edit step fires where the plan prunes
-        outcome = edit_messages(messages, views, counts, budget, self._count_one)
+        outcome = edit_messages(
+            messages, views, counts, budget, self._count_one, self._part_counter()
+        )
         plan, _, _ = self._plan(
             outcome.messages,
             self.config,
@@ -791,7 +799,7 @@ class MessageReducer:
             # The append rule holds only for a history that editing leaves as it is.
             history = chain.snapshot[: chain.size]
             if not rule(settled.size, settled.tokens) or edit_messages(
-                history, views, counts, self.config, self._count_one
+                history, views, counts, self.config, self._count_one, self._part_counter()
             ).edits:
                 return None
         if settled is not None:
