@@ -8,7 +8,8 @@ messages; and the append loop (one reduce per new message on the reducer's own o
 The "edited" shapes are the big histories with every edit already made, as a reducer
 with editing returns them: what each later reduce of a long thread sees. Prints
 milliseconds of CPU time of this process (best of several runs, so other processes on a
-shared machine weigh less) and the ratio with / without editing.
+shared machine weigh less), the ratio with / without editing, and what editing adds per
+edit made (microseconds; ``-`` when nothing was edited).
 
     python bench/bench_edit.py
 """
@@ -115,13 +116,17 @@ def main() -> None:
             context_edits=edits,
         ),
     }
-    print(f"{'case':<14} {'shape':<13} {'plain ms':>9} {'edit ms':>9} {'ratio':>6} {'edits':>6}")
+    print(
+        f"{'case':<14} {'shape':<13} {'plain ms':>9} {'edit ms':>9} {'ratio':>6} {'edits':>6}"
+        f" {'us/edit':>8}"
+    )
     for name, config in cases.items():
         for shape, msgs in shapes.items():
             plain, edited, count = one_shot(config, msgs)
+            per_edit = f"{(edited - plain) * 1000 / count:>8.1f}" if count else f"{'-':>8}"
             print(
                 f"{name:<14} {shape:<13} {plain:>9.2f} {edited:>9.2f} "
-                f"{edited / plain:>6.2f} {count:>6}"
+                f"{edited / plain:>6.2f} {count:>6} {per_edit}"
             )
     print()
     print(f"{'append loop':<14} {'shape':<13} {'plain ms':>9} {'edit ms':>9} {'ratio':>6}")

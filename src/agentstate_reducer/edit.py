@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from .errors import ConfigError
 from .messages import (
+    CHAT,
     HUMAN,
     SYSTEM,
     TEXT_PART,
@@ -389,8 +390,14 @@ class _Editor:
                 self._issuers = {c: j for j, v in enumerate(views) for c in v.calls}
             issuer = self._issuers.get(call_id)
         names[call_id] = None
-        if issuer is not None:  # every call it issues, named at once (parallel calls)
-            view = views[issuer]
+        if issuer is None:
+            return None
+        view = views[issuer]
+        billed = view.tool_calls
+        if len(billed) == 1 and len(view.calls) == 1 and view.shape is CHAT:
+            # A chat message billing one call and issuing one: the same call, named.
+            names[call_id] = billed[0][0] or None
+        else:  # every call it issues, named at once (parallel calls)
             for call in view.shape.editable(self.source[issuer], view):
                 ident = call.call_id
                 if call.kind == TOOL_ARGS_PART and ident and call.tool and not names.get(ident):

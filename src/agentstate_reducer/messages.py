@@ -1877,6 +1877,30 @@ def _set_path(root: Any, path: tuple[str | int, ...], value: object) -> None:
         setattr(node, str(last), value)
 
 
+def _deep_copy(value: Any, depth: int = 0) -> Any:
+    """``copy.deepcopy(value)`` of a JSON-like value, walked without its memo: dicts,
+    lists and tuples are rebuilt, strings and numbers shared (they are immutable), and
+    anything else (or anything nested deeper than 64, a cycle say) goes to deepcopy."""
+    kind = type(value)
+    if kind in _ATOM_TYPES:
+        return value
+    if depth > 64:
+        return copy.deepcopy(value)
+    if kind is dict:
+        copied = value.copy()
+        if not _ATOM_TYPES.issuperset(map(type, copied.values())):
+            for key, item in value.items():
+                if type(item) not in _ATOM_TYPES:
+                    copied[key] = _deep_copy(item, depth + 1)
+        return copied
+    if kind is list or kind is tuple:
+        if _ATOM_TYPES.issuperset(map(type, value)):
+            return value[:]
+        items = [_deep_copy(v, depth + 1) for v in value]
+        return items if kind is list else tuple(items)
+    return copy.deepcopy(value)
+
+
 def _thaw(value: Any) -> Any:
     """Tuples in a copied message become lists, so a path through them can be written."""
     if isinstance(value, tuple):
@@ -1903,7 +1927,7 @@ def with_parts(
     """
     if _pydantic_ai.is_message(message):
         return _pydantic_ai.with_values(message, values, note, PACKAGE_NOTE)  # type: ignore[no-any-return]
-    copied: Any = copy.deepcopy(message)
+    copied: Any = _deep_copy(message) if type(message) is dict else copy.deepcopy(message)
     mapping = isinstance(copied, Mapping)
     fields: Any = _payload(copied)[0] if mapping else copied
     if mapping and _gemini.is_content(fields):
@@ -1920,7 +1944,7 @@ def with_parts(
                     fields[top] = thawed
                 else:
                     setattr(fields, str(top), thawed)
-        _set_path(fields, path, copy.deepcopy(value))
+        _set_path(fields, path, _deep_copy(value))
     if note is not None:
         if isinstance(fields, dict):
             fields[PACKAGE_NOTE] = dict(note)
