@@ -1130,9 +1130,11 @@ def test_an_unstorable_message_fails_the_reduce_and_nothing_is_forgotten(
     history = [*batch(3), secret, *batch(3, start=3)]
     with (
         caplog.at_level(logging.DEBUG, logger="agentstate_reducer"),
-        pytest.raises(UnstorableError, match=r"index 2, field \['when'\]") as info,
+        pytest.raises(UnstorableError, match=r"index 3 of existing \+ new \(index 2 of the "
+                      r"pruned batch\), field \['when'\]") as info,
     ):
         reducer.reduce(history, namespace=NS)
+    assert info.value.index == 3  # in the history, not in the batch the hook got
     assert isinstance(info.value, OutboxError) and isinstance(info.value, TypeError)
     assert sqlite_outbox.counts()["ready"] == 0
     assert "hunter2" not in caplog.text

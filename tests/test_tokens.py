@@ -807,7 +807,8 @@ def test_a_structure_too_deep_to_read_names_its_index() -> None:
         deep = {"a": deep}
     call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": deep}}
     history = [{"role": "system", "content": "s"}, {"role": "assistant", "tool_calls": [call]}]
-    with pytest.raises(MessageFormatError, match="message at index 1 is nested too deeply"):
+    field = r"index 1 \(messages\[1\]\.tool_calls\[0\]\.function\.arguments.*nested"
+    with pytest.raises(MessageFormatError, match=field):
         TokenCountCache(approximate_token_count).counts(history)
     reducer = MessageReducer(config=ReducerConfig(max_tokens=100))
     with pytest.raises(MessageFormatError, match="index 1"):

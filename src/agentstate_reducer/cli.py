@@ -33,6 +33,7 @@ from .messages import (
     AI,
     FUNCTION,
     HUMAN,
+    MAX_DEPTH,
     SYSTEM,
     TOOL,
     Request,
@@ -160,6 +161,13 @@ def _json_error(source: str, exc: json.JSONDecodeError, line: int | None = None)
     return _InputError(f"{source}: invalid JSON at {at}: {exc.msg}")
 
 
+def _too_deep(where: str) -> str:
+    return (
+        f"{where}: JSON nested too deeply to read (past Python's recursion limit); keep "
+        f"content and tool-call arguments within {MAX_DEPTH} levels"
+    )
+
+
 def _parse_jsonl(
     source: str, text: str, whole: json.JSONDecodeError
 ) -> tuple[list[Any], list[int]]:
@@ -172,6 +180,8 @@ def _parse_jsonl(
             continue
         try:
             values.append(json.loads(line))
+        except RecursionError:
+            raise _InputError(_too_deep(f"{source} line {number}")) from None
         except json.JSONDecodeError as exc:
             if not values:
                 # Not JSONL either: the error of the whole document is the useful one.
@@ -240,6 +250,8 @@ def load(path: str) -> Transcript:
         raise _InputError(f"{source} is empty; {_EXPECTED}")
     try:
         document = json.loads(text)
+    except RecursionError:
+        raise _InputError(_too_deep(source)) from None
     except json.JSONDecodeError as exc:
         values, lines = _parse_jsonl(source, text, exc)
         transcript = Transcript(
@@ -273,9 +285,14 @@ def load(path: str) -> Transcript:
 
 def _check_roles(transcript: Transcript) -> None:
     for i, message in enumerate(transcript.messages):
+        label = transcript.label_of(i)
         try:
-            view = read_message(message, i)
+            # Numbered as in the file, so the error's index and field point into it.
+            view = read_message(message, int(label) if label.isdigit() else i)
         except MessageFormatError as exc:
+            if isinstance(message, dict):  # a message with a bad field: the error names it
+                line = f" (line {transcript.lines[i]})" if transcript.lines else ""
+                raise _InputError(f"{transcript.source}{line}: {exc}") from exc
             raise _InputError(
                 f"{transcript.source}: {transcript.where(i)} is a {type(message).__name__} "
                 f"({message!r:.60}); expected a message object with a \"role\""
@@ -1014,6 +1031,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     except _UsageError as exc:
         parser.exit(2, f"{name}: error: {exc}\n")
     except _InputError as exc:
+        parser.exit(1, f"{name}: error: {exc}\n")
+    except MessageFormatError as exc:  # met past the first read (a value too deep to count)
         parser.exit(1, f"{name}: error: {exc}\n")
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as other filters do.

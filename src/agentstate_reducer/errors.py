@@ -54,5 +54,12 @@ class UnstorableError(OutboxError, MessageFormatError):
 
     An :class:`OutboxError`, so ``reduce()`` re-raises it and the caller's state keeps
     the messages; also a :class:`MessageFormatError` (a ``TypeError``), as it names the
-    index and the field at fault.
+    index and the field at fault. Raised through ``reduce()``, the index is the message's
+    in ``existing + new``.
     """
+
+    #: The index of the message at fault (``None`` for a namespace): in the batch the
+    #: outbox was given, or, raised through ``reduce()``, in ``existing + new``.
+    index: int | None = None
+    #: What is wrong with it, without the index (``field ['content']: ...``).
+    detail: str = ""

@@ -110,6 +110,7 @@ __all__ = (
     "serialisation",
     "text_block",
     "too_deep",
+    "too_deep_among",
     "with_content",
     "with_parts",
 )
@@ -789,12 +790,13 @@ def _cause(exc: BaseException) -> BaseException | None:
     return None if isinstance(exc, (MessageFormatError, RecursionError)) else exc
 
 
-def _unreadable(message: object, index: int, exc: BaseException) -> MessageFormatError:
+def _unreadable(message: object, index: int, exc: BaseException) -> BaseException:
     """The error naming the index and the field for ``exc``, raised reading ``message``."""
     if isinstance(exc, MessageFormatError) and not isinstance(exc, _FieldError):
         return exc
     if isinstance(exc, RecursionError):
-        return too_deep(message, index)
+        # Not this message's doing if it is shallow (the caller's stack was deep already).
+        return too_deep(message, index) if _deepest(message)[1] > MAX_DEPTH else exc
     if not isinstance(exc, _FieldError):
         exc = _probe(message, exc)
     where = f"messages[{index}]" if index >= 0 else "a message"
@@ -825,6 +827,19 @@ def too_deep(message: object, index: int) -> MessageFormatError:
         f"too deep to read; keep content and tool-call arguments within MAX_DEPTH "
         f"({MAX_DEPTH}) levels"
     )
+
+
+def too_deep_among(messages: Iterable[Any], offset: int = 0) -> MessageFormatError | None:
+    """:func:`too_deep` of the most deeply nested of ``messages`` (its index counted from
+    ``offset``), or ``None`` when none nests past :data:`MAX_DEPTH` (a ``RecursionError``
+    then came from elsewhere). For a ``RecursionError`` met after the messages were read."""
+    found, most = -1, MAX_DEPTH
+    items = list(messages)
+    for i, message in enumerate(items):
+        depth = _deepest(message)[1]
+        if depth > most:
+            found, most = i, depth
+    return None if found < 0 else too_deep(items[found], found + offset)
 
 
 def _deepest(message: object) -> tuple[str, int]:
@@ -1381,9 +1396,14 @@ def message_parts(message: object, index: int = 0) -> MessageParts:
         MessageFormatError: the message cannot be read; the error names ``index``.
     """
     r = read_message(message, index)
-    return MessageParts(
-        r.role, r.name, r.texts, r.billed_calls(), r.tool_call_id, r.media, r.tool_result_ids
-    )
+    try:
+        calls = r.billed_calls()
+    except RecursionError:  # arguments too deep for their JSON
+        error = too_deep_among([message], index)
+        if error is None:
+            raise
+        raise error from None
+    return MessageParts(r.role, r.name, r.texts, calls, r.tool_call_id, r.media, r.tool_result_ids)
 
 
 _PYDANTIC = 2

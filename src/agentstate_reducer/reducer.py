@@ -12,7 +12,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import compress, repeat
-from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
+from typing import Any, Generic, NamedTuple, NoReturn, TypeVar, cast, overload
 
 from .config import (
     PinLike,
@@ -24,7 +24,7 @@ from .config import (
     TokenCounterLike,
 )
 from .edit import AppendRule, ContextEdit, EditOption, edit_messages
-from .errors import ConfigError, MessageFormatError, OutboxError
+from .errors import ConfigError, MessageFormatError, OutboxError, UnstorableError
 from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
 from .messages import (
     AI,
@@ -36,6 +36,7 @@ from .messages import (
     reply_text,
     reported_input_tokens,
     synthetic_results,
+    too_deep_among,
 )
 from .plan import WINDOW, Plan, Settled, dangling_calls, make_plan, plan_append, settle
 from .summary import (
@@ -986,7 +987,10 @@ class MessageReducer:
         """
         if self._async_callable is not None:
             self._check_sync()
-        messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
+        try:
+            messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
+        except RecursionError:
+            _too_deep(existing, new)
         text, failed = None, False
         if not plan.pruned and not edits:
             return self._result(messages, plan, memo, edits, added, text, failed)[0]
@@ -997,7 +1001,7 @@ class MessageReducer:
             failed = text is None
         result, handed = self._result(messages, plan, memo, edits, added, text, failed)
         if handed:
-            self._deliver(handed, namespace)
+            self._deliver(handed, namespace, _Places(existing, new, edits))
         return result
 
     def _result(
@@ -1042,7 +1046,7 @@ class MessageReducer:
         # An edited original travels under its handle (its id), marked as edited.
         return result, [*result.pruned, *(e.original for e in edits)]
 
-    def _deliver(self, pruned: list[Any], namespace: Any) -> None:
+    def _deliver(self, pruned: list[Any], namespace: Any, places: _Places | None = None) -> None:
         deliver = self._claim(pruned, namespace)
         if not deliver:
             return
@@ -1051,6 +1055,11 @@ class MessageReducer:
             # Every hook runs (a list, not a short-circuiting generator).
             hooks = enumerate(self.config.on_prune)
             taken = all([self._run_hook(i, h, deliver, namespace) for i, h in hooks])
+        except UnstorableError as exc:
+            placed = _placed(exc, deliver, places)
+            if placed is exc:
+                raise
+            raise placed from exc
         finally:
             # An OutboxError, Ctrl-C, a hook that failed or dropped the batch: released.
             if not taken:
@@ -1090,7 +1099,10 @@ class MessageReducer:
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
-        messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
+        try:
+            messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
+        except RecursionError:
+            _too_deep(existing, new)
         text, failed = None, False
         if not plan.pruned and not edits:
             return self._result(messages, plan, memo, edits, added, text, failed)[0]
@@ -1113,10 +1125,12 @@ class MessageReducer:
             failed = text is None
         result, handed = self._result(messages, plan, memo, edits, added, text, failed)
         if handed:
-            await self._adeliver(handed, namespace)
+            await self._adeliver(handed, namespace, _Places(existing, new, edits))
         return result
 
-    async def _adeliver(self, pruned: list[Any], namespace: Any) -> None:
+    async def _adeliver(
+        self, pruned: list[Any], namespace: Any, places: _Places | None = None
+    ) -> None:
         deliver = self._claim(pruned, namespace)
         if not deliver:
             return
@@ -1127,6 +1141,12 @@ class MessageReducer:
                     result = hook(list(deliver), namespace)
                     if inspect.isawaitable(result):
                         result = await result
+                except UnstorableError as exc:
+                    taken = False
+                    placed = _placed(exc, deliver, places)
+                    if placed is exc:
+                        raise
+                    raise placed from exc
                 except OutboxError:
                     taken = False
                     raise
@@ -1223,6 +1243,47 @@ def _key(namespace: Any) -> Any:
     except TypeError:
         return repr(namespace)
     return namespace
+
+
+class _Places:
+    """Where a message handed to the hooks sits in ``existing + new`` (asked on errors)."""
+
+    def __init__(self, existing: Any, new: Any, edits: tuple[ContextEdit, ...]) -> None:
+        self._parts = existing, new, edits
+
+    def of(self, message: object) -> int | None:
+        existing, new, edits = self._parts
+        for i, m in enumerate(_concat(existing, new)):
+            if m is message:
+                return i
+        # An edited original travels as a copy: the index of the message it was made of.
+        return next((e.index for e in edits if e.original is message), None)
+
+
+def _placed(error: UnstorableError, batch: list[Any], places: _Places | None) -> UnstorableError:
+    """``error`` with the index of the message at fault in ``existing + new``, not in
+    the batch the hook was given (which the dedupe ledger may have shortened)."""
+    k = error.index
+    if places is None or k is None or not 0 <= k < len(batch):
+        return error
+    where = places.of(batch[k])
+    if where is None:
+        return error
+    placed = UnstorableError(
+        f"message at index {where} of existing + new (index {k} of the pruned batch), "
+        f"{error.detail}"
+    )
+    placed.index, placed.detail = where, error.detail
+    return placed
+
+
+def _too_deep(existing: Any, new: Any) -> NoReturn:
+    """Re-raise the ``RecursionError`` being handled as the error naming the message too
+    deep to read, count, copy or edit (or as it is, when no message is that deep)."""
+    error = too_deep_among(_concat(existing, new))
+    if error is None:
+        raise  # the RecursionError being handled
+    raise error from None
 
 
 def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:

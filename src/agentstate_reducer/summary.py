@@ -31,6 +31,7 @@ from .messages import (
     match_shape,
     message_id,
     message_parts,
+    read_message,
     reply_text,
     summary_covers,
     write_message,
@@ -101,8 +102,8 @@ def summary_key(pruned: Sequence[Any]) -> str:
     for message in pruned:
         ident = message_id(message)
         if ident is None:
-            parts = message_parts(message)
-            ident = "\x00".join(("", parts.role, *parts.texts))
+            record = read_message(message)  # role and texts only: never the arguments' JSON
+            ident = "\x00".join(("", record.role, *record.texts))
         digest.update(ident.encode("utf-8", "surrogatepass"))
         digest.update(b"\x1f")
     return digest.hexdigest()[:24]

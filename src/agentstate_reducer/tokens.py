@@ -34,7 +34,6 @@ import itertools
 import json
 import logging
 import re
-import sys
 import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -57,6 +56,7 @@ from .messages import (
     copy_state,
     message_state,
     read_message,
+    too_deep_among,
     write_message,
 )
 
@@ -129,7 +129,14 @@ def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 
     call's name and JSON arguments, ``tool_call_id`` and ``tool_result`` ids, and
     :data:`MEDIA_TOKENS` per image, audio clip, video or file.
     """
-    return _count_record(read_message(message, index), text_tokens)
+    record = read_message(message, index)
+    try:
+        return _count_record(record, text_tokens)
+    except RecursionError:  # arguments or a value too deep for their JSON
+        error = too_deep_among([message], index)
+        if error is None:
+            raise
+        raise error from None
 
 
 def _count_record(record: MessageRecord, text_tokens: Callable[[str], int]) -> int:
@@ -169,7 +176,13 @@ def read_counted(
     if text_tokens is None:
         return None
     record = read_message(message, index)
-    return record, _count_record(record, text_tokens)
+    try:
+        return record, _count_record(record, text_tokens)
+    except RecursionError:
+        error = too_deep_among([message], index)
+        if error is None:
+            raise
+        raise error from None
 
 
 # -- the heuristic --------------------------------------------------------------------
@@ -1275,10 +1288,19 @@ class TokenCountCache:
                 else:
                     new_counts[k] = int(counter(message))
         except RecursionError:
-            raise MessageFormatError(
-                f"message at index {missing[k]} is nested too deeply to read (past Python's "
-                f"recursion limit of {sys.getrecursionlimit()}); expected shallower content"
-            ) from None
+            # Read, but too deep to count (arguments' JSON) or to copy.
+            error = too_deep_among([batch[k]], missing[k])
+            if error is None:
+                raise
+            raise error from None
+        except MessageFormatError:
+            raise
+        except Exception:
+            # message_state() read an attribute of a foreign object that raised, before
+            # the read: read_message names the field. Any other error (the counter's own)
+            # stays as it is.
+            read_message(batch[k], missing[k])
+            raise
         if every:
             views[:] = new_views
             counts[:] = new_counts

@@ -35,6 +35,7 @@ from .messages import (
     normalize_role,
     read_message,
     text_block,
+    too_deep_among,
     with_content,
 )
 from .plan import Parents, Results, link_calls, response_units
@@ -575,6 +576,31 @@ def trim_selection(
             "message goes in a list"
         )
     items: list[Any] = list(messages)
+    try:
+        return _select(
+            items, max_tokens, token_counter, strategy, allow_partial, end_on, start_on,
+            include_system, text_splitter, keep_tool_pairs,
+        )
+    except RecursionError:  # a message too deep to count, copy or split
+        error = too_deep_among(items)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _select(
+    items: list[Any],
+    max_tokens: float,
+    token_counter: Any,
+    strategy: str,
+    allow_partial: bool,
+    end_on: MessageTypeSpec | None,
+    start_on: MessageTypeSpec | None,
+    include_system: bool,
+    text_splitter: Any,
+    keep_tool_pairs: bool,
+) -> TrimSelection:
+    """:func:`trim_selection` of a list, its arguments checked."""
     split = _splitter(text_splitter) if allow_partial else _split_lines
     ends = _TypeMatch("end_on", end_on) if end_on else None
     starts = _TypeMatch("start_on", start_on) if start_on else None

@@ -15,8 +15,8 @@ from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from ..config import ReducerResult
-from ..errors import ConfigError
-from ..messages import as_update, message_id
+from ..errors import ConfigError, MessageFormatError
+from ..messages import as_update, message_id, read_message
 from ..reducer import MessageReducer, as_message_list
 from ._saver import memory_namespace, warn_over_budget
 
@@ -104,13 +104,42 @@ def _without_stale_removals(left: list[Any], right: list[Any], pruned: PrunedIds
 def merge_messages(
     left: Any, right: Any, pruned: PrunedIds, format: str | None = None
 ) -> list[Any]:
-    """``add_messages(left, right, format=format)``, minus removals of ids in ``pruned``."""
-    existing = convert_to_messages(_as_update(left))
+    """``add_messages(left, right, format=format)``, minus removals of ids in ``pruned``.
+
+    Raises:
+        MessageFormatError: LangChain cannot make a message of an item; the error names
+            its index in ``left + right`` (and in its side), never its content.
+    """
+    before = _as_update(left)
+    existing = _converted(before, "left", 0)
     # Converted first, so a dict {"type": "remove", "id": ...} is a RemoveMessage here too.
-    update = _without_stale_removals(existing, convert_to_messages(_as_update(right)), pruned)
+    update = _without_stale_removals(
+        existing, _converted(_as_update(right), "right", len(before)), pruned
+    )
     # The wrapper LangGraph puts around add_messages hides its format= option from mypy.
     merge = cast(Callable[..., list[Any]], add_messages)
     return merge(existing, update, format=format)
+
+
+def _converted(items: list[Any], side: str, offset: int) -> list[Any]:
+    """``convert_to_messages(items)``; an item it refuses raises naming its index."""
+    try:
+        return convert_to_messages(items)
+    except Exception as exc:
+        for i, item in enumerate(items):  # which one: converted again, one by one
+            try:
+                convert_to_messages([item])
+            except Exception as again:
+                read_message(item, offset + i)  # the reader names the field, if it can
+                # LangChain's text may quote the item: its type and the index only.
+                raise MessageFormatError(
+                    f"message at index {offset + i} ({side}[{i}]): LangChain cannot make a "
+                    f"message of this {type(item).__name__} ({type(again).__name__})"
+                ) from again
+        raise MessageFormatError(
+            f"the {side} messages: LangChain cannot make messages of them "
+            f"({type(exc).__name__})"
+        ) from exc
 
 
 def _check_format(format: object) -> None:

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from ..errors import OutboxError, UnstorableError
+from ..messages import MAX_DEPTH as _READ_DEPTH
 from ..messages import is_serialisation_stub, raw_message_id
 
 __all__ = (
@@ -90,7 +91,7 @@ _load_lock = threading.Lock()
 
 #: Nesting a stored message may have (dicts and lists inside each other); deeper ones are
 #: refused with an :class:`UnstorableError` naming the index and the field.
-MAX_DEPTH = 100
+MAX_DEPTH = _READ_DEPTH  # the reader's: what every entry point reads, the outbox stores
 #: The key of a dict that stands for a value JSON has no type for (``bytes``), or for a
 #: dict JSON cannot carry as it is (a key that is not a string, or this key itself).
 TAG = "__agentstate__"
@@ -146,14 +147,21 @@ def _storable(value: Any, path: tuple[object, ...], index: int) -> Any:
         return value
     if isinstance(value, float):
         return _storable(float(value), path, index)
-    raise _unstorable(index, path, f"a {kind.__name__} ({value!r:.60})", "JSON values or bytes")
+    raise _unstorable(index, path, f"a {kind.__name__}", "JSON values or bytes")
 
 
 def _unstorable(index: int, path: tuple[object, ...], what: str, expected: str) -> UnstorableError:
-    return UnstorableError(
-        f"message at index {index}, field {_field(path)}: the outbox cannot store {what}; "
-        f"expected {expected}"
+    return unstorable(
+        index, f"field {_field(path)}: the outbox cannot store {what}; expected {expected}"
     )
+
+
+def unstorable(index: int, detail: str) -> UnstorableError:
+    """The :class:`UnstorableError` for message ``index``: what is wrong in ``detail``,
+    naming fields and types, never content."""
+    error = UnstorableError(f"message at index {index}, {detail}")
+    error.index, error.detail = index, detail
+    return error
 
 
 def _restore(value: Any) -> Any:
@@ -206,9 +214,10 @@ def encode_message(message: object, index: int = 0) -> tuple[str, str]:
         data = dumpd(tagged)
         _refuse_stubs(data, index, ())
         return LANGCHAIN_KIND, _dumps(data)
-    raise UnstorableError(
-        f"message at index {index} is a {type(message).__name__} ({message!r:.80}); the "
-        "outbox stores dicts of JSON values and LangChain messages"
+    raise unstorable(
+        index,
+        f"which is a {type(message).__name__}: the outbox stores dicts of JSON values and "
+        "LangChain messages",
     )
 
 
