@@ -442,3 +442,41 @@ def test_the_cli_refuses_a_file_too_deep_to_parse_with_a_clear_error(
     assert "Traceback" not in err and SECRET not in err
     if shape == "jsonl":
         assert "line 2" in err
+
+
+# -- the outbox -------------------------------------------------------------------------
+
+
+class _Secret:
+    def __repr__(self) -> str:
+        return SECRET
+
+
+@pytest.mark.parametrize("run", ["reduce", "areduce"])
+def test_an_unstorable_message_is_named_by_its_index_in_existing_and_new(
+    run: str, tmp_path: Path
+) -> None:
+    from agentstate_reducer import UnstorableError
+    from agentstate_reducer.outbox import AsyncOutboxHook, OutboxHook, SQLiteOutbox
+
+    outbox = SQLiteOutbox(str(tmp_path / "outbox.db"))
+    hook = OutboxHook(outbox) if run == "reduce" else AsyncOutboxHook(outbox)
+    reducer = _reducer(max_messages=3, on_prune=[hook])
+    history = [{"role": "user", "content": f"m{i}", "id": f"m{i}"} for i in range(6)]
+    history[AT] = {**history[AT], "when": _Secret()}
+    try:
+        def reduce(existing: list[Any], new: list[Any]) -> object:
+            if run == "reduce":
+                return reducer.reduce(existing, new)
+            return asyncio.run(reducer.areduce(existing, new))
+
+        # Delivered once already: the ledger leaves m1 out of the next batch.
+        reduce(history[:2], [{"role": "user", "content": "x", "id": "x"}] * 2)
+        with pytest.raises(UnstorableError) as info:
+            reduce(history[:2], history[2:])
+    finally:
+        outbox.close()
+    text = str(info.value)
+    assert info.value.index == AT
+    assert text.startswith(f"message at index {AT} of existing + new (index {AT - 2} of ")
+    assert "field ['when']" in text and "_Secret" in text and SECRET not in text
