@@ -54,6 +54,9 @@ def _reasoning(draw: st.DrawFn, ids: _Ids) -> dict[str, Any]:
     }
     if draw(st.booleans()):
         item["encrypted_content"] = "gAAAA" + "x" * draw(st.integers(0, 300))
+    if draw(st.booleans()):  # raw reasoning text, which trim must never cut in part
+        texts = draw(st.lists(_words, min_size=1, max_size=3))
+        item["content"] = [{"type": "reasoning_text", "text": t * 8} for t in texts]
     item["x_note"] = 1
     return item
 

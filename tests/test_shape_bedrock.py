@@ -684,3 +684,19 @@ def test_offloading_never_touches_a_reasoning_block() -> None:
     assert edited["content"][2] == issuer["content"][2]
     assert surviving[2]["content"][0]["toolResult"]["content"][0]["text"].startswith("[offloaded:")
     assert rules(surviving) == []
+
+
+def test_reasoning_blocks_are_reasoning_parts_signed_or_not() -> None:
+    from agentstate_reducer.messages import ReasoningPart, reasoning_parts
+
+    use = {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}
+    signed = {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "s"}}}
+    unsigned = {"reasoningContent": {"reasoningText": {"text": "hm"}}}
+    redacted = {"reasoningContent": {"redactedContent": "b64"}}
+    message = {"role": "assistant", "content": [signed, unsigned, redacted, use]}
+    assert reasoning_parts(message) == (
+        ReasoningPart("reasoningContent", 0, True),
+        ReasoningPart("reasoningContent", 1, False),
+        ReasoningPart("reasoningContent", 2, True),
+    )
+    assert reasoning_parts({"role": "assistant", "content": [use]}) == ()

@@ -678,3 +678,16 @@ def test_offloading_never_touches_a_thought_part_or_its_signature() -> None:
     assert edited["parts"][1] == content["parts"][1]
     assert edited["parts"][2]["text"].startswith("[offloaded:")
     assert rules(surviving) == []
+
+
+def test_thought_parts_are_reasoning_parts() -> None:
+    from agentstate_reducer.messages import ReasoningPart, reasoning_parts
+
+    content = {"role": "model", "parts": [
+        {"text": "let me think", "thought": True},
+        {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": "sig"},
+        {"text": "done"},
+    ]}
+    # Gemini checks the signature on the call (call_signatures), never on the thought.
+    assert reasoning_parts(content) == (ReasoningPart("thought", 0, True),)
+    assert reasoning_parts({"role": "user", "parts": [{"text": "q"}]}) == ()

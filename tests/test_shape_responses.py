@@ -191,6 +191,43 @@ def _surviving(history: list[Any], config: ReducerConfig) -> list[Any]:
     return MessageReducer(config=config).reduce(history).surviving
 
 
+def test_a_reasoning_item_is_its_reasoning_part() -> None:
+    # The reader's one reasoning API sees the item, so trim's never-partial rule does too.
+    item = {**_reasoning("rs_1"), "content": [{"type": "reasoning_text", "text": "hm"}] * 2}
+    assert m.reasoning_parts(item) == (m.ReasoningPart("reasoning", None, True),)
+    assert m.content_kinds(item) == (m.REASONING_PART, m.REASONING_PART)
+    bare = {"type": "reasoning", "summary": []}  # neither id nor encrypted_content
+    assert m.reasoning_parts(bare) == (m.ReasoningPart("reasoning", None, False),)
+    assert m.reasoning_parts({**bare, "encrypted_content": "gAAAA"})[0].signed
+    for other in (_call(), _output(), _answer(), _compaction(), _user()):
+        assert m.reasoning_parts(other) == ()
+
+
+@pytest.mark.parametrize("strategy", ["first", "last"])
+def test_trim_never_cuts_a_reasoning_item_in_part(strategy: str) -> None:
+    texts = [{"type": "reasoning_text", "text": c * 200} for c in ("a ", "b ")]
+    item = {**_reasoning("rs_1"), "content": texts}
+    history = [_user(), item, _call(), _output()] if strategy == "last" else [item, _call()]
+    for budget in range(0, 400, 10):
+        kept = trim_messages(history, max_tokens=budget, token_counter="approximate",
+                             strategy=strategy, allow_partial=True,  # type: ignore[arg-type]
+                             keep_tool_pairs=True)
+        assert all(any(k is x for x in history) for k in kept), budget  # no partial copy
+
+
+def test_the_fast_path_never_reads_an_item_that_groups() -> None:
+    # Items are read by the Responses shape, one instance per group, never by the one
+    # fast path (which knows no group): response_units then finds every unit.
+    items = [_reasoning(), _call(), _output(), _compaction(), {"type": "web_search_call",
+                                                               "id": "ws_1"}]
+    for item in items:
+        assert m._read_fast(item) is None, item
+    groups = [m.read_message(x).group for x in items]
+    assert groups == [m.GROUP_REASONING, m.GROUP_OUTPUT, m.GROUP_NONE, m.GROUP_BOUNDARY,
+                      m.GROUP_OUTPUT]
+    assert m.read_message(_answer()).group == m.GROUP_NONE  # a message: it stands alone
+
+
 def test_a_reasoning_item_is_pruned_with_its_call() -> None:
     history = [_user("q1"), _reasoning(), _call(), _output(), _answer(),
                _user("q2"), _answer("later", "msg_2")]

@@ -28,6 +28,7 @@ __all__ = (
     "is_request",
     "kinds",
     "links",
+    "reasoning_signed",
     "result_text",
     "stored",
     "synthetic",
@@ -185,6 +186,16 @@ def kinds(content: list[Any]) -> tuple[str, ...]:
                 kind = "blank"
         out.append(kind)
     return tuple(out)
+
+
+def reasoning_signed(block: Mapping[str, Any]) -> bool:
+    """Whether a ``reasoningContent`` block carries what Converse checks it by: its
+    ``reasoningText``'s ``signature``, or ``redactedContent``."""
+    body = _body(block, "reasoningContent")
+    if body.get("redactedContent"):
+        return True
+    signature = _body(body, "reasoningText").get("signature")
+    return isinstance(signature, str) and bool(signature)
 
 
 def _unwrap(content: object) -> object:

@@ -32,6 +32,8 @@ __all__ = (
     "billed",
     "editable",
     "read_item",
+    "reasoning_kinds",
+    "reasoning_signed",
     "request_system",
     "synthetic_outputs",
 )
@@ -97,6 +99,18 @@ def read_item(item: Mapping[str, Any], kind: str) -> ItemRead:
     if kind == COMPACTION:
         return _SYSTEM, ident, _NONE, _NONE
     return _AI, ident, _NONE, _NONE  # reasoning, and the provider's own tools
+
+
+def reasoning_kinds(item: Mapping[str, Any]) -> int:
+    """How many parts a ``reasoning`` item's ``content`` holds (each one reasoning)."""
+    content = item.get("content")
+    return len(content) if isinstance(content, list) else 0
+
+
+def reasoning_signed(item: Mapping[str, Any]) -> bool:
+    """Whether a ``reasoning`` item carries what the API finds it by: its ``id`` (a stored
+    response) or its ``encrypted_content`` (a stateless one)."""
+    return any(isinstance(item.get(k), str) and item.get(k) for k in ("id", "encrypted_content"))
 
 
 def _json(value: object) -> str:

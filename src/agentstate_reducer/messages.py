@@ -236,6 +236,10 @@ class Shape:
         (see :func:`editable_size`), without finding them: the value holding them all."""
         return _value_size(_get(_fields(message), "content"))
 
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        """The reasoning the message carries (see :func:`reasoning_parts`)."""
+        return _chat_reasoning(message, record)
+
 
 #: The chat shapes, read by this module.
 CHAT = Shape()
@@ -607,6 +611,12 @@ class _GeminiShape(Shape):
     def editable_size(self, message: object, record: MessageRecord) -> int:
         return _value_size(_fields(message)["parts"])
 
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        # Gemini checks signatures on the calls (call_signatures), never on a thought part.
+        kinds = _gemini.kinds(_fields(message)["parts"])
+        return tuple(ReasoningPart("thought", i, True) for i, k in enumerate(kinds)
+                     if k == _gemini.THOUGHT)
+
 
 _GEMINI = _GeminiShape()
 
@@ -666,6 +676,14 @@ class _BedrockShape(Shape):
         content = _fields(message).get("content")
         return tuple(EditablePart(*part) for part in _bedrock.editable(content))
 
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        content = _fields(message).get("content")
+        return tuple(
+            ReasoningPart("reasoningContent", i, _bedrock.reasoning_signed(content[i]))
+            for i, k in enumerate(_bedrock.kinds(content))
+            if k == _bedrock.REASONING
+        )
+
 
 class _ResponsesShape(Shape):
     """OpenAI Responses API / Agents SDK items: a dict with no ``role`` whose ``type`` is
@@ -700,6 +718,19 @@ class _ResponsesShape(Shape):
         assert kind is not None and isinstance(message, Mapping)
         parts = _responses.editable(message, kind)
         return sum(_value_size(part[4]) for part in parts if part[1] != TOOL_ARGS_PART)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        if self.group != GROUP_REASONING:
+            return _chat_kinds(message)
+        assert isinstance(message, Mapping)
+        return (REASONING_PART,) * _responses.reasoning_kinds(message)
+
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        if self.group != GROUP_REASONING:
+            return ()
+        assert isinstance(message, Mapping)
+        # The whole item is reasoning: no block of it stands alone.
+        return (ReasoningPart("reasoning", None, _responses.reasoning_signed(message)),)
 
 
 _RESPONSES = _ResponsesShape()
@@ -1354,22 +1385,35 @@ class ReasoningPart(NamedTuple):
     """One piece of reasoning a message carries back to its provider."""
 
     #: ``"thinking"`` / ``"redacted_thinking"`` (Anthropic blocks), ``"reasoning"`` (a
-    #: LangChain v1 block) or ``"reasoning_content"`` (DeepSeek's field).
+    #: LangChain v1 block, or a whole Responses ``reasoning`` item),
+    #: ``"reasoning_content"`` (DeepSeek's field), ``"thought"`` (a Gemini part) or
+    #: ``"reasoningContent"`` (a Converse block).
     kind: str
-    #: Index of the content block, or ``None`` for a field.
+    #: Index of the content block (a Gemini part), or ``None`` for a field or an item.
     block: int | None
     #: Whether it carries what the provider checks it by: a ``thinking`` block's
-    #: ``signature``, a ``redacted_thinking`` block's ``data`` (always true otherwise).
+    #: ``signature``, a ``redacted_thinking`` block's ``data``, a Converse block's
+    #: ``signature`` or ``redactedContent``, a Responses item's ``id`` or
+    #: ``encrypted_content`` (always true otherwise).
     signed: bool
 
 
 def reasoning_parts(message: object, index: int = 0) -> tuple[ReasoningPart, ...]:
     """The reasoning a message carries, in order: never edited, never cut (see trim, edit).
 
+    Every shape: Anthropic ``thinking`` / ``redacted_thinking`` blocks, LangChain v1 and
+    OpenAI ``reasoning`` blocks, DeepSeek's ``reasoning_content``, a Responses
+    ``reasoning`` item (one part, ``block`` ``None``: the item is the reasoning), Gemini
+    ``thought`` parts and Converse ``reasoningContent`` blocks.
+
     Raises:
         MessageFormatError: the message cannot be read; the error names ``index``.
     """
     record = read_message(message, index)
+    return record.shape.reasoning(message, record)
+
+
+def _chat_reasoning(message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
     out: list[ReasoningPart] = []
     if record.reasoning:  # the positions of the content's reasoning blocks
         content = message_content(message)
