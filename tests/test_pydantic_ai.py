@@ -122,6 +122,14 @@ def test_views(
     assert (view.role, view.id, view.calls, view.answers) == (role, None, calls, answers)
 
 
+def test_thinking_parts_are_reasoning_parts() -> None:
+    from agentstate_reducer.messages import ReasoningPart, reasoning_parts
+
+    response = ModelResponse(parts=[ThinkingPart("hm"), TextPart("x"), ToolCallPart("t", {}, "a")])
+    assert reasoning_parts(response) == (ReasoningPart("thinking", 0, True),)
+    assert reasoning_parts(ModelRequest(parts=[UserPromptPart("q")])) == ()
+
+
 def test_parts_bill_text_calls_results_and_media() -> None:
     request = ModelRequest(
         parts=[

@@ -35,6 +35,7 @@ __all__ = (
     "kinds",
     "marker",
     "read",
+    "reasoning",
     "state",
     "synthetic_results",
     "text_message",
@@ -229,6 +230,13 @@ def kinds(message: object) -> tuple[str, ...]:
         elif kind in ("builtin-tool-call", "builtin-tool-return"):
             out.append("other")
     return tuple(out)
+
+
+def reasoning(message: object) -> tuple[int, ...]:
+    """Positions of the ``thinking`` parts among a message's parts."""
+    return tuple(
+        i for i, p in enumerate(_parts(message)) if getattr(p, "part_kind", None) == "thinking"
+    )
 
 
 def state(message: object) -> list[Any]:

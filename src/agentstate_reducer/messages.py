@@ -565,6 +565,10 @@ class _PydanticAIShape(Shape):
         parts = _pydantic_ai.editable(message)
         return sum(_value_size(part[4]) for part in parts if part[1] != TOOL_ARGS_PART)
 
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        # A ThinkingPart keeps its signature; PydanticAI sends it back as each model needs.
+        return tuple(ReasoningPart("thinking", i, True) for i in _pydantic_ai.reasoning(message))
+
 
 class _GeminiShape(Shape):
     """Gemini contents: ``{"role": "user" | "model", "parts": [...]}`` (``_shape_gemini``)."""
@@ -1384,12 +1388,14 @@ def _reasoning_field(fields: Any) -> object:
 class ReasoningPart(NamedTuple):
     """One piece of reasoning a message carries back to its provider."""
 
-    #: ``"thinking"`` / ``"redacted_thinking"`` (Anthropic blocks), ``"reasoning"`` (a
+    #: ``"thinking"`` / ``"redacted_thinking"`` (Anthropic blocks; ``"thinking"`` is also
+    #: a PydanticAI ``ThinkingPart``), ``"reasoning"`` (a
     #: LangChain v1 block, or a whole Responses ``reasoning`` item),
     #: ``"reasoning_content"`` (DeepSeek's field), ``"thought"`` (a Gemini part) or
     #: ``"reasoningContent"`` (a Converse block).
     kind: str
-    #: Index of the content block (a Gemini part), or ``None`` for a field or an item.
+    #: Index of the content block (a Gemini or PydanticAI part), or ``None`` for a field
+    #: or an item.
     block: int | None
     #: Whether it carries what the provider checks it by: a ``thinking`` block's
     #: ``signature``, a ``redacted_thinking`` block's ``data``, a Converse block's
@@ -1404,7 +1410,7 @@ def reasoning_parts(message: object, index: int = 0) -> tuple[ReasoningPart, ...
     Every shape: Anthropic ``thinking`` / ``redacted_thinking`` blocks, LangChain v1 and
     OpenAI ``reasoning`` blocks, DeepSeek's ``reasoning_content``, a Responses
     ``reasoning`` item (one part, ``block`` ``None``: the item is the reasoning), Gemini
-    ``thought`` parts and Converse ``reasoningContent`` blocks.
+    ``thought`` parts, Converse ``reasoningContent`` blocks and PydanticAI thinking parts.
 
     Raises:
         MessageFormatError: the message cannot be read; the error names ``index``.
