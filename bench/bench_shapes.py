@@ -2,7 +2,9 @@
 
 The same conversation (a question, a tool call, its result, an answer, repeated) written
 in each shape the package reads: OpenAI chat dicts, LangChain messages, Anthropic dicts
-with content blocks, Gemini contents and Bedrock Converse messages. Prints milliseconds
+with content blocks, Gemini contents, Bedrock Converse messages, OpenAI Responses items
+(a turn is five items: the reasoning item goes with its call) and PydanticAI messages
+(a thinking part with the call). Prints milliseconds
 of CPU time per call (best of several runs, garbage collection off while timing) for a
 count-mode reduce, a token-mode reduce and a token trim.
 
@@ -131,12 +133,63 @@ def _bedrock(turn: int) -> list[Any]:
     ]
 
 
+def _responses(turn: int) -> list[Any]:
+    call = f"call_{turn}"
+    return [
+        {"role": "user", "content": f"question {turn} " * 8},
+        {
+            "type": "reasoning",
+            "id": f"rs_{turn}",
+            "summary": [{"type": "summary_text", "text": "look it up"}],
+            "encrypted_content": "gAAAAc2ln",
+        },
+        {
+            "type": "function_call",
+            "id": f"fc_{turn}",
+            "call_id": call,
+            "name": "search",
+            "arguments": json.dumps({"q": turn}),
+        },
+        {"type": "function_call_output", "call_id": call, "output": f"result {turn} " * 20},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_{turn}",
+            "content": [{"type": "output_text", "text": f"answer {turn} " * 10}],
+        },
+    ]
+
+
+def _pydantic_ai(turn: int) -> list[Any]:
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    call = f"call_{turn}"
+    return [
+        ModelRequest(parts=[UserPromptPart(f"question {turn} " * 8)]),
+        ModelResponse(
+            parts=[ThinkingPart("look it up"), ToolCallPart("search", {"q": turn}, call)]
+        ),
+        ModelRequest(parts=[ToolReturnPart("search", f"result {turn} " * 20, call)]),
+        ModelResponse(parts=[TextPart(f"answer {turn} " * 10)]),
+    ]
+
+
 SHAPES: dict[str, Callable[[int], list[Any]]] = {
     "openai": _openai,
     "langchain": _langchain,
     "anthropic": _anthropic,
     "gemini": _gemini,
     "bedrock": _bedrock,
+    "responses": _responses,
+    "pydantic_ai": _pydantic_ai,
 }
 
 
@@ -172,9 +225,9 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"unknown shape {shape!r}; expected one of {', '.join(SHAPES)}")
     args.shapes = args.shapes or list(SHAPES)
     print(f"{args.size:,} messages, best of {args.runs} (ms of CPU time)")
-    print(f"{'shape':<10} {'reduce count':>13} {'reduce tokens':>14} {'trim':>8}")
+    print(f"{'shape':<12} {'reduce count':>13} {'reduce tokens':>14} {'trim':>8}")
     for shape in args.shapes:
-        print(f"{shape:<10} " + " ".join(measure(history(shape, args.size), args.runs)))
+        print(f"{shape:<12} " + " ".join(measure(history(shape, args.size), args.runs)))
 
 
 def measure(h: list[Any], runs: int) -> list[str]:
