@@ -456,11 +456,13 @@ def _payload(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], object]:
 
 def _fields(message: object) -> Any:
     """Where a message keeps its fields: a dict's payload, or the object itself."""
-    return _payload(message)[0] if isinstance(message, Mapping) else message
+    if type(message) is dict or isinstance(message, Mapping):
+        return _payload(message)[0]
+    return message
 
 
 def _get(message: Any, key: str) -> Any:
-    if isinstance(message, Mapping):
+    if type(message) is dict or isinstance(message, Mapping):
         return message.get(key)
     try:
         value = getattr(message, key, None)
@@ -505,7 +507,9 @@ def item_type(message: object) -> str | None:
     Messages (``{"type": "message", "role": ...}``, easy input messages) have a role and
     are read as chat messages: ``None``.
     """
-    if not isinstance(message, Mapping) or message.get("role") is not None:
+    if type(message) is not dict and not isinstance(message, Mapping):
+        return None
+    if message.get("role") is not None:
         return None
     kind = message.get("type")
     return kind if type(kind) is str and kind in _responses.ITEM_TYPES else None
@@ -577,7 +581,7 @@ class _GeminiShape(Shape):
     dicts = True
 
     def read(self, message: object, index: int) -> MessageRecord | None:
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             return None
         fields, raw = _payload(message)
         if not _gemini.is_content(fields):
@@ -644,7 +648,7 @@ class _BedrockShape(Shape):
     dicts = True
 
     def read(self, message: object, index: int) -> MessageRecord | None:
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             return None
         fields, raw = _payload(message)
         content = fields.get("content")
@@ -1145,7 +1149,7 @@ def _read_calls(
 def _read(message: object, index: int) -> MessageRecord:
     """The general reader: every shape, one walk over the fields and the content."""
     fields: Any
-    if isinstance(message, Mapping):
+    if type(message) is dict or isinstance(message, Mapping):
         for shape in _DICT_SHAPES:
             record = shape.read(message, index)
             if record is not None:
@@ -1239,7 +1243,7 @@ class _Walk:
                 self.texts.append(content)
                 self.string = top
             return
-        if isinstance(content, Mapping):
+        if type(content) is dict or isinstance(content, Mapping):
             content = [content]
         if not isinstance(content, (list, tuple)):
             self.texts.append(str(content))
@@ -1249,7 +1253,7 @@ class _Walk:
                 if isinstance(block, str):
                     if block:
                         self.texts.append(block)
-                elif isinstance(block, Mapping):
+                elif type(block) is dict or isinstance(block, Mapping):
                     self.block(block, i if top else -1)
         except _FieldError as exc:
             raise exc.within(f"[{i}]") from exc.__cause__
@@ -1302,7 +1306,7 @@ def _calls_field(fields: Any, key: str) -> tuple[object, str]:
     """The value of the calls field ``key`` and its path (in ``additional_kwargs`` when
     the field is empty)."""
     calls = _get(fields, key)
-    if not calls and not isinstance(fields, Mapping):
+    if not calls and type(fields) is not dict and not isinstance(fields, Mapping):
         # LangChain objects built from raw provider output keep calls here.
         extra = _get(fields, "additional_kwargs")
         if isinstance(extra, Mapping) and extra.get(key):
@@ -1313,7 +1317,7 @@ def _calls_field(fields: Any, key: str) -> tuple[object, str]:
 def _call_like(value: object) -> bool:
     """A tool call or its ``function``: a mapping, or an object with call attributes (an
     SDK's model); a number, a string, a list or ``None`` is none."""
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return True
     if value is None or isinstance(value, (str, bytes, int, float, list, tuple)):
         return False
@@ -1378,7 +1382,7 @@ def _unique_calls(
 def _reasoning_field(fields: Any) -> object:
     """DeepSeek's ``reasoning_content`` (a field, or in ``additional_kwargs``), or ``None``."""
     found = _get(fields, "reasoning_content")
-    if found is None and not isinstance(fields, Mapping):
+    if found is None and type(fields) is not dict and not isinstance(fields, Mapping):
         extra = _get(fields, "additional_kwargs")
         if isinstance(extra, Mapping):
             found = extra.get("reasoning_content")
