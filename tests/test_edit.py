@@ -538,7 +538,13 @@ def test_editing_keeps_every_history_valid_idempotent_and_traceable(
         if edit.kind == CLEARED_INPUT:
             assert any(p.kind == TOOL_ARGS_PART and p.call_id == edit.call_id for p in parts)
             continue
-        texts = [part_text(p.value) for p in parts if edit.handle in part_text(p.value)]
+        # Identical results share a handle (it is content-addressed): find this edit's own
+        # placeholder by the call it answers too.
+        texts = [
+            part_text(p.value)
+            for p in parts
+            if edit.handle in part_text(p.value) and p.call_id in (edit.call_id, None)
+        ]
         assert texts, "the placeholder names its handle"
         if edit.tool is not None:
             assert f"result of {edit.tool}" in texts[0]
@@ -705,7 +711,13 @@ def test_every_shape_keeps_its_histories_valid_and_edits_traceably_once(
         if edit.kind == CLEARED_INPUT:
             assert any(p.kind == TOOL_ARGS_PART and p.call_id == edit.call_id for p in parts)
             continue
-        texts = [part_text(p.value) for p in parts if edit.handle in part_text(p.value)]
+        # Identical results share a handle (it is content-addressed): find this edit's own
+        # placeholder by the call it answers too.
+        texts = [
+            part_text(p.value)
+            for p in parts
+            if edit.handle in part_text(p.value) and p.call_id in (edit.call_id, None)
+        ]
         assert texts, "the placeholder names its handle"
         if edit.call_id is not None:  # every generated result answers a named call
             assert edit.tool is not None and f"result of {edit.tool}" in texts[0], shape
