@@ -465,3 +465,31 @@ def test_the_fast_path_agrees_with_the_general_reader_on_langchain_objects(
     message = kind(content=content, name=name, id=ident, **extra)
     assert _fast(message) is not None
     _plain_agrees(message)
+
+
+def test_with_parts_copies_a_langchain_message_deeply_sharing_nothing() -> None:
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from agentstate_reducer.messages import with_parts
+
+    call = {"id": "c1", "name": "lookup", "args": {"q": ["x"]}}
+    ai = AIMessage("", tool_calls=[call], id="a1", additional_kwargs={"k": {"deep": [1]}},
+                   response_metadata={"model": "m"}, extra_field={"n": [1]})
+    tool = ToolMessage("r", tool_call_id="c1", id="t1", artifact={"rows": [[1]]})
+    for message in (ai, tool):
+        copied = with_parts(message, {})
+        assert copied == message and copied is not message
+        assert copied.model_dump() == message.model_dump()
+        assert copied.__pydantic_extra__ == message.__pydantic_extra__
+    edited = with_parts(ai, {("tool_calls", 0, "args"): {}})
+    assert edited.tool_calls[0]["args"] == {} and ai.tool_calls[0]["args"] == {"q": ["x"]}
+    copied = with_parts(ai, {})
+    copied.additional_kwargs["k"]["deep"].append(2)
+    copied.__pydantic_extra__["extra_field"]["n"].append(2)
+    copied.tool_calls[0]["args"]["q"].append("y")
+    assert ai.additional_kwargs == {"k": {"deep": [1]}}
+    assert ai.__pydantic_extra__ == {"extra_field": {"n": [1]}}
+    assert ai.tool_calls[0]["args"] == {"q": ["x"]}
+    copied_tool = with_parts(tool, {("content",): "x"})
+    copied_tool.artifact["rows"][0].append(2)
+    assert tool.artifact == {"rows": [[1]]} and copied_tool.content == "x"

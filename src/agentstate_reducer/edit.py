@@ -721,8 +721,10 @@ class AppendRule:
         new: Sequence[Any] = (),
         new_counts: Sequence[int] | None = None,
         count: Callable[[Any], int] | None = None,
+        new_views: Sequence[MessageView] | None = None,
     ) -> bool:
-        """``size`` messages and ``tokens`` (token mode) of the whole, ``new`` at its end."""
+        """``size`` messages and ``tokens`` (token mode) of the whole, ``new`` at its end
+        (``new_views``: their records, when read already)."""
         if self._trigger_messages is not None and size > self._trigger_messages:
             return False
         limit = self._trigger_tokens
@@ -732,7 +734,7 @@ class AppendRule:
         if above is None:
             return True
         for k, message in enumerate(new):
-            if editable_size(message) <= above:
+            if editable_size(message, None if new_views is None else new_views[k]) <= above:
                 continue
             if new_counts is not None:
                 found = new_counts[k]

@@ -1975,6 +1975,25 @@ def _deep_copy(value: Any, depth: int = 0) -> Any:
     return copy.deepcopy(value)
 
 
+def _copy_object(message: Any) -> Any:
+    """A deep copy of a message object. A pydantic model (a LangChain message) is copied
+    as ``copy.deepcopy`` copies it, but its fields walked as :func:`_deep_copy` walks a
+    dict: its ``__copy__`` gives the copy its own ``__dict__``, extra and private fields.
+    Any other object goes to ``copy.deepcopy``."""
+    if getattr(type(message), "__pydantic_fields__", None) is None:
+        return copy.deepcopy(message)
+    copied = copy.copy(message)
+    fields = copied.__dict__
+    for key, value in fields.items():
+        if type(value) not in _ATOM_TYPES:
+            fields[key] = _deep_copy(value)
+    for slot in ("__pydantic_extra__", "__pydantic_private__"):
+        more = getattr(copied, slot, None)
+        if more:
+            object.__setattr__(copied, slot, {k: _deep_copy(v) for k, v in more.items()})
+    return copied
+
+
 def _thaw(value: Any) -> Any:
     """Tuples in a copied message become lists, so a path through them can be written."""
     if isinstance(value, tuple):
@@ -2001,7 +2020,7 @@ def with_parts(
     """
     if _pydantic_ai.is_message(message):
         return _pydantic_ai.with_values(message, values, note, PACKAGE_NOTE)  # type: ignore[no-any-return]
-    copied: Any = _deep_copy(message) if type(message) is dict else copy.deepcopy(message)
+    copied: Any = _deep_copy(message) if type(message) is dict else _copy_object(message)
     mapping = isinstance(copied, Mapping)
     fields: Any = _payload(copied)[0] if mapping else copied
     if mapping and _gemini.is_content(fields):

@@ -622,7 +622,7 @@ class MessageReducer:
         views = read_messages(messages)
         budget = self.config
         if budget.token_mode:
-            counts = _LazyCounts(self._cache(), messages)
+            counts = _LazyCounts(self._cache(), messages, views)  # read once, not again
             if budget.calibrate_from_usage:
                 self._learn(messages, views, counts, namespace)
             budget = self._budget(namespace)  # the edit step fires where the plan prunes
@@ -711,7 +711,7 @@ class MessageReducer:
         plan, settled = got
         rule = self._edits_append
         if rule is not None and not rule(
-            settled.size, settled.tokens, new, new_counts, self._count_one
+            settled.size, settled.tokens, new, new_counts, self._count_one, new_views
         ):
             return None
         ids = chain.ids
