@@ -802,3 +802,31 @@ def test_a_langchain_tool_message_keeps_its_artifact() -> None:
     assert result.surviving[3].artifact == {"rows": [1]} and is_edited(result.surviving[3].content)
     (original,) = [m for m in hook.edited() if package_note(m)["call_id"] == "c0"]
     assert original.artifact == {"rows": [1]} and original.content == f"0: {BIG}"
+
+
+def test_responses_items_clear_outputs_and_the_inputs_of_function_and_custom_calls() -> None:
+    big = "row " * 400
+    items: list[Any] = [{"role": "user", "content": "q", "x_note": 1}]
+    for i, kind in enumerate(["function_call", "custom_tool_call", "function_call"]):
+        key, value = ("arguments", '{"q": 1}') if kind == "function_call" else ("input", "SELECT 1")
+        items += [
+            {"type": kind, "id": f"fc{i}", "call_id": f"c{i}", "name": f"t{i}", key: value},
+            {"type": f"{kind}_output", "call_id": f"c{i}", "output": f"{i} {big}", "x_note": 1},
+        ]
+    config = ReducerConfig(
+        max_tokens=total(items) - 10,
+        token_counter="approximate",
+        context_edits=[ClearToolResults(keep=1, clear_tool_inputs=True)],
+    )
+    outcome = run_edit(items, config)
+    assert [(e.index, e.kind, e.tool) for e in outcome.edits] == [
+        (1, CLEARED_INPUT, "t0"), (2, CLEARED, "t0"), (3, CLEARED_INPUT, "t1"), (4, CLEARED, "t1")
+    ]
+    edited = outcome.messages
+    assert edited[1]["arguments"] == "{}" and edited[3]["input"] == "{}"
+    assert edited[2]["output"].startswith("[cleared: result of t0, ") and edited[2]["x_note"] == 1
+    assert list(edited[2]) == list(items[2])  # every key kept, in order
+    assert edited[5:] == items[5:]
+    assert validate_history(edited, provider="openai-responses") == []
+    again = run_edit(edited, config)
+    assert again.edits == () and again.messages == edited
