@@ -388,7 +388,8 @@ class _Computed:
 @pytest.mark.parametrize(
     "message",
     [
-        {"role": "user", "content": [{"type": "text", "text": "blocks"}]},
+        {"role": "user", "content": [{"type": "input_text", "text": "blocks"}]},
+        {"role": "user", "content": [{"type": "text", "text": "blocks"}], "name": "ann"},
         {"role": "assistant", "content": "", "function_call": {"name": "f", "arguments": ""}},
         {"role": "assistant", "content": "", "function_call": {}},
         {"role": "assistant", "content": "", "invalid_tool_calls": [{"name": "f"}]},
@@ -411,6 +412,7 @@ class _Computed:
 )
 def test_the_fast_path_leaves_other_shapes_to_the_general_reader(message: Any) -> None:
     assert _fast(message) is None
+
 
 
 _ids = st.none() | st.just("") | st.text(alphabet="ab1", max_size=3) | st.integers(0, 3)
@@ -493,3 +495,52 @@ def test_with_parts_copies_a_langchain_message_deeply_sharing_nothing() -> None:
     copied_tool = with_parts(tool, {("content",): "x"})
     copied_tool.artifact["rows"][0].append(2)
     assert tool.artifact == {"rows": [[1]]} and copied_tool.content == "x"
+
+
+_blocks = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"type": st.just("text"), "text": _strings}),
+        st.fixed_dictionaries(
+            {"type": st.just("tool_use"), "id": _ids, "name": _strings, "input": _json_values}
+        ),
+        st.fixed_dictionaries(
+            {"type": st.just("tool_result"), "tool_use_id": _ids},
+            optional={"content": _strings | st.just([{"type": "text", "text": "r"}]),
+                      "is_error": st.booleans()},
+        ),
+        st.fixed_dictionaries({"type": st.just("thinking"), "thinking": _strings},
+                              optional={"signature": _strings}),
+        st.fixed_dictionaries({"type": st.just("redacted_thinking"), "data": _strings}),
+        st.fixed_dictionaries({"type": st.sampled_from(["image", "reasoning", "tool_call"])}),
+        _strings,
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    role=st.sampled_from(["user", "assistant", "tool", "system", "x"]),
+    blocks=_blocks,
+    ident=st.none() | _ids,
+)
+def test_the_fast_path_agrees_with_the_general_reader_on_anthropic_blocks(
+    role: str, blocks: list[Any], ident: Any
+) -> None:
+    message: dict[str, Any] = {"role": role, "content": blocks}
+    if ident is not None:
+        message["id"] = ident
+    _plain_agrees(message)
+
+
+def test_the_fast_path_reads_anthropic_blocks() -> None:
+    use = {"type": "tool_use", "id": "t1", "name": "f", "input": {"q": 1}}
+    think = {"type": "thinking", "thinking": "hm", "signature": "s"}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "r"}
+    for message in (
+        {"role": "assistant", "content": [think, use]},
+        {"role": "user", "content": [result], "id": "u"},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+    ):
+        assert _fast(message) is not None
+        _plain_agrees(message)

@@ -1030,6 +1030,8 @@ def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
                 return _new_record(MessageRecord, answered)
     elif content is None:
         known = (2 if "content" in message else 1) + (ident is not None)
+    elif type(content) is list and size == 2 + ("id" in message):
+        return _read_blocks(role, ident or None, content)  # role, content blocks, an id
     else:
         return None
     if size == known + 1 and role == AI:  # the commonest call: one OpenAI call
@@ -1098,6 +1100,61 @@ def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
         extras = NO_EXTRAS
     fields = (role, ident or None, issued, answers, content or None, extras)
     return _new_record(MessageRecord, fields)
+
+
+def _read_blocks(role: str, ident: str | None, content: list[Any]) -> MessageRecord | None:
+    """:func:`_read_fast` of a dict of a role, a list of Anthropic content blocks and maybe
+    an id: ``text``, ``tool_use``, ``tool_result`` (string content), ``thinking`` and
+    ``redacted_thinking`` blocks whose fields are strings; any other block gives ``None``.
+    What it finds, in order, is what :class:`_Walk` finds."""
+    texts: list[str] = []
+    calls: list[tuple[str | None, str, object]] = []
+    ids: list[str] = []
+    results: list[str] = []
+    reasoning: list[int] = []
+    for i, block in enumerate(content):
+        if type(block) is not dict:
+            return None
+        kind = block.get("type")
+        if kind == "text":
+            value = block.get("text")
+        elif kind == "tool_use":
+            cid, name = block.get("id"), block.get("name")
+            if type(cid) is not str or not cid or type(name) is not str or "input" not in block:
+                return None
+            calls.append((cid, name, block["input"]))
+            ids.append(cid)
+            continue
+        elif kind == "tool_result":
+            rid = block.get("tool_use_id")
+            if type(rid) is not str or not rid:
+                return None
+            results.append(rid)
+            value = block.get("content")
+            if value is None:
+                continue
+        elif kind == "thinking":
+            reasoning.append(i)
+            value = block.get("thinking")
+        elif kind == "redacted_thinking":
+            reasoning.append(i)
+            value = block.get("data")
+        else:
+            return None
+        if type(value) is not str:
+            return None
+        if value:
+            texts.append(value)
+    issued = _dedupe(ids) if role == AI and ids else _EMPTY
+    answers = _dedupe(results) if role == HUMAN and results else _EMPTY
+    billed = _unique_calls(calls) if calls else ()
+    if texts or billed or results or reasoning:
+        extras = _new_record(
+            Extras, (None, tuple(texts), billed, None, tuple(results), 0, tuple(reasoning), CHAT)
+        )
+    else:
+        extras = NO_EXTRAS
+    return _new_record(MessageRecord, (role, ident, issued, answers, None, extras))
 
 
 def _one_call(
