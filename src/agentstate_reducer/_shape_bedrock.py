@@ -15,6 +15,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from ._field import FieldError, as_id
+from ._field import kind as kind_of
+
 __all__ = (
     "CALL",
     "MEDIA",
@@ -64,7 +67,9 @@ def is_message(content: object) -> TypeGuard[list[Any]]:
         return False
     seen = False
     for block in content:
-        if not isinstance(block, Mapping) or "type" in block:
+        if not isinstance(block, Mapping):
+            continue  # not a block: links() names it once the message reads as Converse
+        if "type" in block:
             return False
         if not seen and not _CONVERSE_KEYS.isdisjoint(block):
             seen = True
@@ -88,9 +93,18 @@ def block_kind(block: Mapping[str, Any]) -> str:
 
 
 def _as_id(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else str(value)
+    return as_id(value)  # read once by links(), which names the field of a bad one
+
+
+def _checked(block: Mapping[str, Any], key: str, i: int) -> str | None:
+    """The ``toolUseId`` of the ``toolUse`` / ``toolResult`` ``block`` (``content[i]``)."""
+    body = block.get(key)
+    if not isinstance(body, Mapping):
+        raise FieldError(f".content[{i}].{key}", f"expected an object, got {kind_of(body)}")
+    ident = body.get("toolUseId")
+    if type(ident) is str:
+        return ident or None
+    return as_id(ident, f".content[{i}].{key}.toolUseId")
 
 
 def _body(block: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -102,29 +116,35 @@ def links(content: list[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(toolUseId`` of each ``toolUse``, ``toolUseId`` of each ``toolResult)``, each once."""
     calls: dict[str, None] = {}
     answers: dict[str, None] = {}
-    for block in content:
+    for i, block in enumerate(content):
+        if type(block) is not dict and not isinstance(block, Mapping):
+            raise FieldError(f".content[{i}]", f"expected a content block, got {kind_of(block)}")
         if "toolUse" in block:
-            ident = _as_id(_body(block, "toolUse").get("toolUseId"))
+            ident = _checked(block, "toolUse", i)
             if ident is not None:
                 calls[ident] = None
         elif "toolResult" in block:
-            ident = _as_id(_body(block, "toolResult").get("toolUseId"))
+            ident = _checked(block, "toolResult", i)
             if ident is not None:
                 answers[ident] = None
     return tuple(calls), tuple(answers)
 
 
-def _result_parts(content: object, texts: list[str], values: list[Any]) -> int:
-    """Collect a tool result's text and JSON; return its media count."""
+def _result_parts(content: object, texts: list[str], values: list[Any], at: int = -1) -> int:
+    """Collect a tool result's text and JSON; return its media count. ``at``: the index
+    of the block holding it, to name a bad field (else what is not a block is skipped)."""
     if isinstance(content, str):
         if content:
             texts.append(content)
         return 0
     media = 0
     if isinstance(content, list):
-        for item in content:
+        for j, item in enumerate(content):
             if not isinstance(item, Mapping):
-                continue
+                if at < 0:
+                    continue
+                where = f".content[{at}].toolResult.content[{j}]"
+                raise FieldError(where, f"expected a content block, got {kind_of(item)}")
             if isinstance(item.get("text"), str):
                 if item["text"]:
                     texts.append(item["text"])
@@ -160,7 +180,7 @@ def billed(
             name = body.get("name")
             calls.append((name if isinstance(name, str) else "", body.get("input") or {}))
         elif kind == RESULT:
-            media += _result_parts(_body(block, "toolResult").get("content"), texts, values)
+            media += _result_parts(_body(block, "toolResult").get("content"), texts, values, i)
         elif kind == REASONING:
             reasoning.append(i)
             text = _body(_body(block, "reasoningContent"), "reasoningText").get("text")

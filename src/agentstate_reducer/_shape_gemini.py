@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._field import FieldError, as_id
+from ._field import kind as kind_of
+
 __all__ = (
     "CALL",
     "CODE",
@@ -104,9 +107,7 @@ def signature(part: object) -> str | None:
 
 
 def _as_id(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else str(value)
+    return as_id(value)  # read once by links(), which names the field of a bad one
 
 
 def call_entries(parts: list[Any], kind: str) -> list[tuple[int, str, str, str, Any]]:
@@ -142,8 +143,10 @@ def links(parts: list[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     calls: dict[str, None] = {}
     answers: dict[str, None] = {}
     seen: dict[tuple[bool, str], int] = {}
-    for part in parts:
-        if not isinstance(part, Mapping) or "text" in part:
+    for i, part in enumerate(parts):
+        if type(part) is not dict and not isinstance(part, Mapping):
+            raise FieldError(f".parts[{i}]", f"expected a part object, got {kind_of(part)}")
+        if "text" in part:
             continue
         body = part.get("functionCall") or part.get("function_call")
         issued = body is not None
@@ -151,13 +154,26 @@ def links(parts: list[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
             body = part.get("functionResponse") or part.get("function_response")
             if body is None:
                 continue
-        raw = body.get("name") if isinstance(body, Mapping) else None
+        if not isinstance(body, Mapping):
+            where = f".parts[{i}].{_key(part, issued)}"
+            raise FieldError(where, f"expected an object, got {kind_of(body)}")
+        raw = body.get("name")
         name = raw if isinstance(raw, str) else ""
         k = seen.get((issued, name), 0)
         seen[issued, name] = k + 1
-        given = _as_id(body.get("id")) if isinstance(body, Mapping) else None
+        given = body.get("id")
+        if type(given) is str or given is None:
+            given = given or None
+        else:
+            given = as_id(given, f".parts[{i}].{_key(part, issued)}.id")
         (calls if issued else answers)[given if given is not None else f"{name}#{k}"] = None
     return tuple(calls), tuple(answers)
+
+
+def _key(part: Mapping[str, Any], issued: bool) -> str:
+    """The key :func:`links` read a call (``issued``) or a response under (errors only)."""
+    first, second = _CALL_KEYS if issued else _RESPONSE_KEYS
+    return first if part.get(first) else second
 
 
 def billed(

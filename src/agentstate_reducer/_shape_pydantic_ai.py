@@ -26,6 +26,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ._field import FieldError, as_id
+from ._field import kind as kind_of
+
 __all__ = (
     "Billed",
     "billed",
@@ -86,9 +89,19 @@ def _answers(part: object) -> bool:
 
 
 def _as_id(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else str(value)
+    return as_id(value)  # read once by read(), which names the field of a bad one
+
+
+def _call_id(part: object, i: int) -> str | None:
+    """The ``tool_call_id`` of ``parts[i]``; the error names it when it is no id."""
+    value = getattr(part, "tool_call_id", None)
+    if type(value) is str:
+        return value or None
+    return None if value is None else as_id(value, f".parts[{i}].tool_call_id")
+
+
+def _no_part(part: object, i: int) -> FieldError:
+    return FieldError(f".parts[{i}]", f"expected a part, got {kind_of(part)}")
 
 
 def _dedupe(ids: list[str]) -> tuple[str, ...]:
@@ -97,21 +110,30 @@ def _dedupe(ids: list[str]) -> tuple[str, ...]:
 
 def read(message: object) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """``(role alias, calls issued, calls answered)`` of a PydanticAI message."""
-    parts = _parts(message)
+    parts = getattr(message, "parts", None)
+    if not isinstance(parts, (list, tuple)):
+        raise FieldError(".parts", f"expected a list of parts, got {kind_of(parts)}")
     if getattr(message, "kind", None) == "response":
         calls: list[str] = []
-        for part in parts:
-            if getattr(part, "part_kind", None) == "tool-call":
-                ident = _as_id(getattr(part, "tool_call_id", None))
+        for i, part in enumerate(parts):
+            kind = getattr(part, "part_kind", None)
+            if kind == "tool-call":
+                ident = _call_id(part, i)
                 if ident is not None:
                     calls.append(ident)
+            elif kind == "builtin-tool-call":
+                _call_id(part, i)  # billed, never linked
+            elif type(kind) is not str:
+                raise _no_part(part, i)
         return "assistant", _dedupe(calls), ()
     answers: list[str] = []
     user = system = False
-    for part in parts:
+    for i, part in enumerate(parts):
         kind = getattr(part, "part_kind", None)
+        if type(kind) is not str:
+            raise _no_part(part, i)
         if _answers(part):
-            ident = _as_id(getattr(part, "tool_call_id", None))
+            ident = _call_id(part, i)
             if ident is not None:
                 answers.append(ident)
         elif kind in _USER_PARTS or kind == "retry-prompt":

@@ -20,6 +20,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._field import FieldError, as_id
+from ._field import kind as kind_of
+
 __all__ = (
     "CALL_TYPES",
     "COMPACTION",
@@ -77,9 +80,15 @@ _NONE: tuple[str, ...] = ()
 
 
 def _as_id(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else str(value)
+    return as_id(value)  # read once by read_item(), which names the field of a bad one
+
+
+def _id(item: Mapping[str, Any], key: str) -> str | None:
+    """``item[key]`` as an id (ints and UUIDs as text); the error names ``.key``."""
+    value = item.get(key)
+    if type(value) is str:
+        return value or None
+    return None if value is None else as_id(value, "." + key)
 
 
 def read_item(item: Mapping[str, Any], kind: str) -> ItemRead:
@@ -89,12 +98,12 @@ def read_item(item: Mapping[str, Any], kind: str) -> ItemRead:
     ``rs_...``) is its id. A ``compaction`` item reads as a system message: the window
     never prunes it.
     """
-    ident = _as_id(item.get("id"))
+    ident = _id(item, "id")
     if kind in CALL_TYPES:
-        call = _as_id(item.get("call_id"))
+        call = _id(item, "call_id")
         return _AI, ident, (call,) if call is not None else _NONE, _NONE
     if kind in _RESULT_TYPES:
-        call = _as_id(item.get("call_id"))
+        call = _id(item, "call_id")
         return _TOOL, ident, _NONE, (call,) if call is not None else _NONE
     if kind == COMPACTION:
         return _SYSTEM, ident, _NONE, _NONE
@@ -122,8 +131,9 @@ def _json(value: object) -> str:
         return str(value)
 
 
-def _texts(parts: object, out: list[str]) -> int:
-    """Append the text of ``parts`` (a string or a list of typed parts); return media items."""
+def _texts(parts: object, out: list[str], field: str) -> int:
+    """Append the text of ``parts`` (a string or a list of typed parts); return media items.
+    ``field`` names the key holding them in the error for a part that is no part."""
     if isinstance(parts, str):
         if parts:
             out.append(parts)
@@ -132,11 +142,13 @@ def _texts(parts: object, out: list[str]) -> int:
         parts = [parts]
     media = 0
     if isinstance(parts, (list, tuple)):
-        for part in parts:
+        for j, part in enumerate(parts):
             if isinstance(part, str):
                 if part:
                     out.append(part)
-            elif isinstance(part, Mapping):
+            elif not isinstance(part, Mapping):
+                raise FieldError(f".{field}[{j}]", f"expected a part object, got {kind_of(part)}")
+            else:
                 kind = part.get("type")
                 if kind in ("input_image", "input_file", "computer_screenshot"):
                     media += 1
@@ -175,14 +187,14 @@ def billed(
         calls.append((label, _json(args if args is not None else {})))
     elif kind in _RESULT_TYPES:
         answered = _as_id(item.get("call_id"))
-        media = _texts(item.get("output"), texts)
+        media = _texts(item.get("output"), texts, "output")
     elif kind == REASONING:
-        _texts(item.get("content"), texts)
+        _texts(item.get("content"), texts, "content")
         encrypted = item.get("encrypted_content")
         if isinstance(encrypted, str) and encrypted:
             texts.append(encrypted)
         if not texts:
-            _texts(item.get("summary"), texts)
+            _texts(item.get("summary"), texts, "summary")
     elif kind == COMPACTION:
         encrypted = item.get("encrypted_content")
         if isinstance(encrypted, str) and encrypted:

@@ -25,12 +25,14 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeGuard, TypeVar
-from uuid import UUID
 
 from . import _shape_bedrock as _bedrock
 from . import _shape_gemini as _gemini
 from . import _shape_pydantic_ai as _pydantic_ai
 from . import _shape_responses as _responses
+from ._field import FieldError as _FieldError
+from ._field import as_id as _as_id
+from ._field import kind as _kind
 from .errors import MessageFormatError
 
 __all__ = (
@@ -399,36 +401,6 @@ def normalize_role(raw: object) -> str:
 #: limit is reached, the error is a :class:`MessageFormatError` naming the index and the
 #: field (:func:`too_deep`), never a ``RecursionError``.
 MAX_DEPTH = 100
-
-
-class _FieldError(MessageFormatError):
-    """A field of a message is wrong; the reader's boundary adds the message's index."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"field {field or '(the message)'}: {problem}")
-        #: Where, as a path from the message (``.tool_calls[0].function``).
-        self.field = field
-        self.problem = problem
-
-    def within(self, prefix: str) -> _FieldError:
-        """The same error, ``prefix`` (the path of what holds the field) put first."""
-        outer = _FieldError(prefix + self.field, self.problem)
-        outer.__cause__ = self.__cause__
-        return outer
-
-
-def _as_id(value: object, field: str = ".id") -> str | None:
-    """An id as a string: strings as they are, ints and UUIDs as text; ``field`` names it
-    in the error for any other value (a list or a dict is no id)."""
-    if type(value) is str:
-        return value or None
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value or None
-    if (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, UUID):
-        return str(value)
-    raise _FieldError(field, f"expected a string id, got {_kind(value)}")
 
 
 def _payload(message: Mapping[str, Any]) -> tuple[Mapping[str, Any], object]:
@@ -838,7 +810,8 @@ def _unreadable(message: object, index: int, exc: BaseException) -> BaseExceptio
         return too_deep(message, index) if _deepest(message)[1] > MAX_DEPTH else exc
     if not isinstance(exc, _FieldError):
         exc = _probe(message, exc)
-    where = f"messages[{index}]" if index >= 0 else "a message"
+    listed = "input" if item_type(message) else "messages"  # as the Responses API names it
+    where = f"{listed}[{index}]" if index >= 0 else "a message"
     return MessageFormatError(
         f"message at index {index} ({where}{exc.field}): {exc.problem}"
         if index >= 0
@@ -1414,11 +1387,6 @@ def _field_calls(fields: Any, walk: _Walk) -> None:
             walk.add_call(None, _get(legacy, "name"), _get(legacy, "arguments") or "", False)
         except _FieldError as exc:
             raise exc.within(where) from exc.__cause__
-
-
-def _kind(value: object) -> str:
-    """What ``value`` is, for an error: its type's name, never its content."""
-    return "None" if value is None else type(value).__name__
 
 
 def _unique_calls(
