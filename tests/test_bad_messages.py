@@ -480,3 +480,43 @@ def test_an_unstorable_message_is_named_by_its_index_in_existing_and_new(
     assert info.value.index == AT
     assert text.startswith(f"message at index {AT} of existing + new (index {AT - 2} of ")
     assert "field ['when']" in text and "_Secret" in text and SECRET not in text
+
+
+@pytest.mark.parametrize("edit", ["clear", "offload"])
+@pytest.mark.parametrize("run", ["reduce", "areduce"])
+def test_an_unstorable_edited_original_is_named_by_its_index_in_existing_and_new(
+    run: str, edit: str, tmp_path: Path
+) -> None:
+    from agentstate_reducer import Offload, UnstorableError
+    from agentstate_reducer.outbox import AsyncOutboxHook, OutboxHook, SQLiteOutbox
+
+    outbox = SQLiteOutbox(str(tmp_path / "outbox.db"))
+    hook = OutboxHook(outbox) if run == "reduce" else AsyncOutboxHook(outbox)
+    edits = (
+        [ClearToolResults(keep=0, trigger_messages=1)]
+        if edit == "clear"
+        else [Offload(above=10, head=2, tail=2)]
+    )
+    # a1 is pruned; the edited original of t4 travels after it in the batch.
+    reducer = _reducer(max_messages=4, context_edits=edits, on_prune=[hook])
+    history: list[Any] = [
+        {"role": "user", "content": "look it up", "id": "u0"},
+        {"role": "assistant", "content": "which one?", "id": "a1"},
+        {"role": "user", "content": "the first", "id": "u2"},
+        _call(content="", id="a3", tool_calls=[{"id": "c1", "name": "f", "args": {}}]),
+        {"role": "tool", "tool_call_id": "c1", "id": "t4", "content": "lorem ipsum " * 100,
+         "when": _Secret()},
+        {"role": "assistant", "content": "done", "id": "a5"},
+    ]
+    try:
+        with pytest.raises(UnstorableError) as info:
+            if run == "reduce":
+                reducer.reduce(history[:2], history[2:])
+            else:
+                asyncio.run(reducer.areduce(history[:2], history[2:]))
+    finally:
+        outbox.close()
+    text = str(info.value)
+    assert info.value.index == 4, text
+    assert text.startswith("message at index 4 of existing + new (index 1 of "), text
+    assert "field ['when']" in text and SECRET not in text

@@ -16,6 +16,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentstate_reducer import (
     ClearToolResults,
@@ -455,3 +457,44 @@ def test_a_bad_agents_sdk_item_names_its_index_and_field(case: str, entry: str) 
     with pytest.raises(MessageFormatError) as info:
         AGENTS_ENTRIES[entry](_responses_history(make()))
     _assert_names_index_and_field(info.value, field)
+
+
+# -- ids, by property ----------------------------------------------------------------------
+
+#: shape -> (a message holding ``ident`` where the shape keeps a call id, the field)
+ID_FIELDS: dict[str, tuple[Callable[[object], object], str]] = {
+    "gemini": (
+        lambda ident: _call({"id": ident, "name": "f", "args": {}}), ".parts[1].functionCall.id"
+    ),
+    "bedrock": (
+        lambda ident: _converse({"toolUse": {"toolUseId": ident, "name": "f", "input": {}}}),
+        ".content[0].toolUse.toolUseId",
+    ),
+    "openai-responses": (
+        lambda ident: {"type": "function_call", "call_id": ident, "name": "f", "arguments": "{}"},
+        ".call_id",
+    ),
+}
+_NO_IDS = st.one_of(
+    st.floats(), st.booleans(), st.binary(), st.lists(st.text(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=3), st.tuples(st.text()),
+)
+
+
+@given(shape=st.sampled_from(sorted(ID_FIELDS)), ident=_NO_IDS)
+def test_a_value_that_is_no_id_is_refused_naming_its_field(shape: str, ident: object) -> None:
+    make, field = ID_FIELDS[shape]
+    with pytest.raises(MessageFormatError) as info:
+        read_message(make(ident), AT)
+    listed = "input" if shape == "openai-responses" else "messages"
+    assert f"({listed}[{AT}]{field}): expected a string id, got {type(ident).__name__}" in str(
+        info.value
+    )
+
+
+@given(
+    shape=st.sampled_from(sorted(ID_FIELDS)),
+    ident=st.one_of(st.text(min_size=1), st.integers(), st.uuids()),
+)
+def test_strings_ints_and_uuids_are_ids_as_text(shape: str, ident: object) -> None:
+    assert read_message(ID_FIELDS[shape][0](ident)).calls == (str(ident),)
