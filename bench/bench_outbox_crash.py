@@ -11,7 +11,8 @@ AGENTSTATE_TEST_POSTGRES_URL / AGENTSTATE_TEST_REDIS_URL or the local defaults a
   delivered ``namespace id`` lines).
 * A killer SIGKILLs a random producer or relay every ``--interval`` seconds on average
   (0.2x to 1.8x at random) and restarts it, for
-  ``--seconds``; then the producers finish their turn, a last relay drains, and the figures:
+  ``--seconds``; then the producers finish their turn, a last relay drains (waiting out the
+  leases the killed relays held, until no job is ready or claimed), and the figures:
   messages pruned (recorded only once ``reduce()`` returned), delivered, lost (pruned,
   never delivered), duplicates (deliveries past the first, which an idempotent store
   absorbs) and hangs (a process or the final drain that did not finish in time).
@@ -95,8 +96,14 @@ def deliver(messages, namespace):
 stop = threading.Event()
 if len(sys.argv) > 3:  # the final drain: stop once nothing is left
     relay = Relay(outbox, deliver, batch=50, retry_delay=0, lease_seconds=2)
-    while relay.run_once().claimed:
-        pass
+    while True:
+        if relay.run_once().claimed:
+            continue
+        left = outbox.counts()
+        if not left["ready"] and not left["claimed"]:
+            break
+        # Jobs a killed relay leased stay invisible until their lease runs out (2 s).
+        time.sleep(0.2)
     print(json.dumps(outbox.counts()), flush=True)
 else:
     Relay(outbox, deliver, batch=20, lease_seconds=2, poll_interval=0.02).run_forever(stop)
