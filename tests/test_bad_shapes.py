@@ -319,7 +319,18 @@ def _pydantic_ai_cases() -> dict[str, tuple[Callable[[], object], str]]:
         ToolReturnPart,
     )
 
+    class Raising:
+        part_kind = "text"
+
+        @property
+        def content(self) -> str:
+            raise RuntimeError(SECRET)
+
     return {
+        "part-raising": (
+            lambda: ModelResponse(parts=[TextPart("x"), Raising()]),
+            f"messages[{AT}].parts[1].content",
+        ),
         "part-int": (
             lambda: ModelResponse(parts=[TextPart(SECRET), 5]), f"messages[{AT}].parts[1]"
         ),
@@ -344,7 +355,7 @@ def _pydantic_ai_cases() -> dict[str, tuple[Callable[[], object], str]]:
 
 
 PYDANTIC_AI_CASES = [
-    "part-int", "part-none", "part-dict", "parts-str", "call-id-list",
+    "part-raising", "part-int", "part-none", "part-dict", "parts-str", "call-id-list",
     "builtin-call-id-dict", "return-id-dict",
 ]
 

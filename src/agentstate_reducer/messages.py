@@ -827,7 +827,18 @@ def _probe(message: object, exc: BaseException) -> _FieldError:
                 getattr(message, key, None)
             except Exception as again:
                 return _read_failed(f".{key}", again)
+        parts = getattr(message, "parts", None)  # a PydanticAI message: which part raised
+        for i, part in enumerate(parts if isinstance(parts, (list, tuple)) else ()):
+            for key in _PART_FIELDS:
+                try:
+                    getattr(part, key, None)
+                except Exception as again:
+                    return _read_failed(f".parts[{i}].{key}", again)
     return _read_failed("", exc)
+
+
+#: The attributes of a PydanticAI part the reader reads, probed on the error path.
+_PART_FIELDS = ("part_kind", "tool_call_id", "tool_name", "content", "args", "transcript")
 
 
 def too_deep(message: object, index: int) -> MessageFormatError:
