@@ -1614,25 +1614,40 @@ def copy_state(state: object, _depth: int = 0) -> object:
     equals the live state until a field, a content block or a tool call's arguments
     is replaced or edited in place, however deep.
     """
-    kind = type(state)
-    if kind in _ATOM_TYPES or _depth > 64:
-        return state
-    value: Any = state
+    return _copy_tree(state, _share, _depth)
+
+
+def _share(value: Any, depth: int) -> Any:
+    """:func:`copy_state`'s answer for what is not a plain container: a dict subclass
+    (it compares as a dict) is copied, any other object shared (compared with ==, which
+    for most objects is identity), and so is anything nested deeper than 64."""
+    if depth <= 64 and isinstance(value, dict):
+        return {k: _copy_tree(v, _share, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _copy_tree(value: Any, other: Callable[[Any, int], Any], depth: int) -> Any:
+    """Copy the dicts, lists and tuples of ``value``, sharing strings and numbers (they
+    are immutable); anything else, and anything nested deeper than 64 (a cycle, say),
+    is ``other(value, depth)``."""
+    kind = type(value)
+    if kind in _ATOM_TYPES:
+        return value
+    if depth > 64:
+        return other(value, depth)
     if kind is dict:
         copied = value.copy()  # one C-level copy; only nested containers are walked
         if not _ATOM_TYPES.issuperset(map(type, copied.values())):
             for key, item in value.items():
                 if type(item) not in _ATOM_TYPES:
-                    copied[key] = copy_state(item, _depth + 1)
+                    copied[key] = _copy_tree(item, other, depth + 1)
         return copied
     if kind is list or kind is tuple:
         if _ATOM_TYPES.issuperset(map(type, value)):
             return value[:]  # a tuple is immutable: value[:] is the tuple itself
-        items = [v if type(v) in _ATOM_TYPES else copy_state(v, _depth + 1) for v in value]
+        items = [v if type(v) in _ATOM_TYPES else _copy_tree(v, other, depth + 1) for v in value]
         return items if kind is list else tuple(items)
-    if isinstance(state, dict):  # a dict subclass compares as a dict
-        return {k: copy_state(v, _depth + 1) for k, v in state.items()}
-    return state  # another object: compared with ==, which for most objects is identity
+    return other(value, depth)
 
 
 def message_content(message: object) -> Any:
@@ -1987,27 +2002,14 @@ def _set_path(root: Any, path: tuple[str | int, ...], value: object) -> None:
         setattr(node, str(last), value)
 
 
-def _deep_copy(value: Any, depth: int = 0) -> Any:
+def _deep_copy(value: Any) -> Any:
     """``copy.deepcopy(value)`` of a JSON-like value, walked without its memo: dicts,
     lists and tuples are rebuilt, strings and numbers shared (they are immutable), and
     anything else (or anything nested deeper than 64, a cycle say) goes to deepcopy."""
-    kind = type(value)
-    if kind in _ATOM_TYPES:
-        return value
-    if depth > 64:
-        return copy.deepcopy(value)
-    if kind is dict:
-        copied = value.copy()
-        if not _ATOM_TYPES.issuperset(map(type, copied.values())):
-            for key, item in value.items():
-                if type(item) not in _ATOM_TYPES:
-                    copied[key] = _deep_copy(item, depth + 1)
-        return copied
-    if kind is list or kind is tuple:
-        if _ATOM_TYPES.issuperset(map(type, value)):
-            return value[:]
-        items = [_deep_copy(v, depth + 1) for v in value]
-        return items if kind is list else tuple(items)
+    return _copy_tree(value, _deepcopy, 0)
+
+
+def _deepcopy(value: Any, depth: int) -> Any:
     return copy.deepcopy(value)
 
 
