@@ -281,6 +281,13 @@ def state(message: object) -> list[Any]:
 Editable = tuple[tuple[str | int, ...], str, str | None, str | None, Any]
 
 
+#: The tool parts context editing may replace: their field, and the kind of edit.
+_EDITABLE_TOOL_PARTS = {
+    "tool-return": ("content", "tool_result"),
+    "tool-call": ("args", "tool_args"),
+}
+
+
 def editable(message: object) -> list[Editable]:
     """The parts of a message context editing may replace, by path from the message.
 
@@ -292,26 +299,17 @@ def editable(message: object) -> list[Editable]:
     out: list[Editable] = []
     for j, part in enumerate(_parts(message)):
         kind = getattr(part, "part_kind", None)
-        if kind == "tool-return":
+        tool = _EDITABLE_TOOL_PARTS.get(kind) if type(kind) is str else None
+        if tool is not None:
+            field, edit = tool
             name = getattr(part, "tool_name", None)
             out.append(
                 (
-                    ("parts", j, "content"),
-                    "tool_result",
+                    ("parts", j, field),
+                    edit,
                     _as_id(getattr(part, "tool_call_id", None)),
                     name if isinstance(name, str) and name else None,
-                    getattr(part, "content", None),
-                )
-            )
-        elif kind == "tool-call":
-            name = getattr(part, "tool_name", None)
-            out.append(
-                (
-                    ("parts", j, "args"),
-                    "tool_args",
-                    _as_id(getattr(part, "tool_call_id", None)),
-                    name if isinstance(name, str) and name else None,
-                    getattr(part, "args", None),
+                    getattr(part, field, None),
                 )
             )
         elif kind in ("text", "user-prompt"):
