@@ -514,6 +514,35 @@ def _cases(draw: st.DrawFn) -> tuple[list[Any], ReducerConfig]:
     return history, config
 
 
+def assert_traceable(history: list[Any], outcome: Any, *, every_call_named: bool) -> None:
+    """Each edit of ``outcome`` keeps the message's type, carries its handle in the
+    original's id and note, leaves a placeholder naming the handle (and the tool), and
+    edits a part once; ``every_call_named``: a result answering a call names its tool."""
+    for edit in outcome.edits:
+        assert type(outcome.messages[edit.index]) is type(history[edit.index])
+        assert message_id(edit.original) == edit.handle
+        note = package_note(edit.original)
+        assert note is not None and note["edit"] == edit.kind and note["handle"] == edit.handle
+        parts = editable_parts(outcome.messages[edit.index])
+        if edit.kind == CLEARED_INPUT:
+            assert any(p.kind == TOOL_ARGS_PART and p.call_id == edit.call_id for p in parts)
+            continue
+        # Identical results share a handle (it is content-addressed): find this edit's own
+        # placeholder by the call it answers too.
+        texts = [
+            part_text(p.value)
+            for p in parts
+            if edit.handle in part_text(p.value) and p.call_id in (edit.call_id, None)
+        ]
+        assert texts, "the placeholder names its handle"
+        if every_call_named and edit.call_id is not None:
+            assert edit.tool is not None
+        if edit.tool is not None:
+            assert f"result of {edit.tool}" in texts[0]
+        assert any(handle_of(p.value) == edit.handle for p in editable_parts(edit.original))
+    assert len({(e.index, e.call_id, e.kind) for e in outcome.edits}) == len(outcome.edits)
+
+
 @settings(max_examples=150, deadline=None)
 @given(case=_cases())
 def test_editing_keeps_every_history_valid_idempotent_and_traceable(
@@ -530,27 +559,7 @@ def test_editing_keeps_every_history_valid_idempotent_and_traceable(
     for provider in ("openai", "anthropic"):
         if validate_history(history, provider=provider) == []:
             assert validate_history(outcome.messages, provider=provider) == []
-    for edit in outcome.edits:
-        assert message_id(edit.original) == edit.handle
-        note = package_note(edit.original)
-        assert note is not None and note["edit"] == edit.kind and note["handle"] == edit.handle
-        parts = editable_parts(outcome.messages[edit.index])
-        if edit.kind == CLEARED_INPUT:
-            assert any(p.kind == TOOL_ARGS_PART and p.call_id == edit.call_id for p in parts)
-            continue
-        # Identical results share a handle (it is content-addressed): find this edit's own
-        # placeholder by the call it answers too.
-        texts = [
-            part_text(p.value)
-            for p in parts
-            if edit.handle in part_text(p.value) and p.call_id in (edit.call_id, None)
-        ]
-        assert texts, "the placeholder names its handle"
-        if edit.tool is not None:
-            assert f"result of {edit.tool}" in texts[0]
-        original_parts = editable_parts(edit.original)
-        assert any(handle_of(p.value) == edit.handle for p in original_parts)
-    assert len({(e.index, e.call_id, e.kind) for e in outcome.edits}) == len(outcome.edits)
+    assert_traceable(history, outcome, every_call_named=False)
     again = run_edit(outcome.messages, config)
     assert again.edits == ()
     assert again.messages == outcome.messages
@@ -702,27 +711,7 @@ def test_every_shape_keeps_its_histories_valid_and_edits_traceably_once(
     ]
     for provider in providers:
         assert validate_history(outcome.messages, provider=provider) == [], (shape, provider)
-    for edit in outcome.edits:
-        assert type(outcome.messages[edit.index]) is type(history[edit.index])
-        assert message_id(edit.original) == edit.handle
-        note = package_note(edit.original)
-        assert note is not None and note["edit"] == edit.kind and note["handle"] == edit.handle
-        parts = editable_parts(outcome.messages[edit.index])
-        if edit.kind == CLEARED_INPUT:
-            assert any(p.kind == TOOL_ARGS_PART and p.call_id == edit.call_id for p in parts)
-            continue
-        # Identical results share a handle (it is content-addressed): find this edit's own
-        # placeholder by the call it answers too.
-        texts = [
-            part_text(p.value)
-            for p in parts
-            if edit.handle in part_text(p.value) and p.call_id in (edit.call_id, None)
-        ]
-        assert texts, "the placeholder names its handle"
-        if edit.call_id is not None:  # every generated result answers a named call
-            assert edit.tool is not None and f"result of {edit.tool}" in texts[0], shape
-        assert any(handle_of(p.value) == edit.handle for p in editable_parts(edit.original))
-    assert len({(e.index, e.call_id, e.kind) for e in outcome.edits}) == len(outcome.edits)
+    assert_traceable(history, outcome, every_call_named=True)
     again = edit_messages(
         outcome.messages, read_messages(outcome.messages),
         [approximate_token_count(m) for m in outcome.messages], config,
