@@ -1056,10 +1056,7 @@ class MessageReducer:
             hooks = enumerate(self.config.on_prune)
             taken = all([self._run_hook(i, h, deliver, namespace) for i, h in hooks])
         except UnstorableError as exc:
-            placed = _placed(exc, deliver, places)
-            if placed is exc:
-                raise
-            raise placed from exc
+            _raise_placed(exc, deliver, places)
         finally:
             # An OutboxError, Ctrl-C, a hook that failed or dropped the batch: released.
             if not taken:
@@ -1075,7 +1072,7 @@ class MessageReducer:
             )
             return None
         _refuse_awaitable(text, "summarize_fn")
-        return _as_summary(text)
+        return reply_text(text)
 
     @staticmethod
     def _run_hook(i: int, hook: Callable[..., Any], pruned: list[Any], namespace: Any) -> bool:
@@ -1116,7 +1113,7 @@ class MessageReducer:
                     reply = fn(list(batch))
                     if inspect.isawaitable(reply):
                         reply = await reply
-                text = _as_summary(reply)
+                text = reply_text(reply)
             except Exception:
                 logger.warning(
                     "agentstate-reducer: summarize_fn failed; no summary this time",
@@ -1143,10 +1140,7 @@ class MessageReducer:
                         result = await result
                 except UnstorableError as exc:
                     taken = False
-                    placed = _placed(exc, deliver, places)
-                    if placed is exc:
-                        raise
-                    raise placed from exc
+                    _raise_placed(exc, deliver, places)
                 except OutboxError:
                     taken = False
                     raise
@@ -1260,21 +1254,21 @@ class _Places:
         return next((e.index for e in edits if e.original is message), None)
 
 
-def _placed(error: UnstorableError, batch: list[Any], places: _Places | None) -> UnstorableError:
-    """``error`` with the index of the message at fault in ``existing + new``, not in
-    the batch the hook was given (which the dedupe ledger may have shortened)."""
+def _raise_placed(error: UnstorableError, batch: list[Any], places: _Places | None) -> NoReturn:
+    """Raise ``error`` with the index of the message at fault in ``existing + new``, not
+    in the batch the hook was given (which the dedupe ledger may have shortened)."""
     k = error.index
-    if places is None or k is None or not 0 <= k < len(batch):
-        return error
-    where = places.of(batch[k])
+    where = None
+    if places is not None and k is not None and 0 <= k < len(batch):
+        where = places.of(batch[k])
     if where is None:
-        return error
+        raise error
     placed = UnstorableError(
         f"message at index {where} of existing + new (index {k} of the pruned batch), "
         f"{error.detail}"
     )
     placed.index, placed.detail = where, error.detail
-    return placed
+    raise placed from error
 
 
 def _too_deep(existing: Any, new: Any) -> NoReturn:
@@ -1313,10 +1307,6 @@ def _refuse_awaitable(value: object, name: str) -> None:
         if close is not None:
             close()
         raise TypeError(f"{name} returned an awaitable; call 'await reducer.areduce(...)' instead")
-
-
-def _as_summary(text: object) -> str | None:
-    return reply_text(text)  # a string, or a chat model's message
 
 
 def warn_once_over_budget(reducer: MessageReducer, result: ReducerResult, thread: object) -> None:
