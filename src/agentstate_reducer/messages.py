@@ -546,6 +546,30 @@ class _PydanticAIShape(Shape):
         return tuple(ReasoningPart("thinking", i, True) for i in _pydantic_ai.reasoning(message))
 
 
+def _turn_record(
+    shape: Shape,
+    role: str,
+    ident: str | None,
+    calls: tuple[str, ...],
+    answers: tuple[str, ...],
+    texts: list[str],
+    billed_calls: list[tuple[str, Any]],
+    media: int,
+) -> MessageRecord:
+    """The record of a Gemini content or a Converse message, whose calls and results
+    share one part list: a model turn only issues calls, a user turn only answers them,
+    any other role does neither."""
+    if role == AI:
+        answers = ()
+    elif role == HUMAN:
+        calls = ()
+    else:
+        calls = answers = ()
+    billed = tuple((name, _json(args)) for name, args in billed_calls)
+    extras = Extras(None, tuple(texts), billed, None, answers, media, (), shape)
+    return MessageRecord(role, ident, calls, answers, None, extras)
+
+
 class _GeminiShape(Shape):
     """Gemini contents: ``{"role": "user" | "model", "parts": [...]}`` (``_shape_gemini``)."""
 
@@ -558,29 +582,13 @@ class _GeminiShape(Shape):
         fields, raw = _payload(message)
         if not _gemini.is_content(fields):
             return None
-        role = normalize_role(raw)
+        role = normalize_role(raw) or HUMAN  # a content without a role is the user's
         ident = _as_id(fields.get("id"))
         parts = fields["parts"]
         calls, answers = _gemini.links(parts)
-        if role == AI:
-            answers = ()
-        elif role in (HUMAN, ""):
-            role, calls = HUMAN, ()
-        else:
-            calls = answers = ()
         texts, billed_calls, responses, media = _gemini.billed(parts)
         texts.extend(_json(r) for r in responses if r is not None)
-        extras = Extras(
-            None,
-            tuple(texts),
-            tuple((name, _json(args)) for name, args in billed_calls),
-            None,
-            answers,
-            media,
-            (),
-            self,
-        )
-        return MessageRecord(role, ident, calls, answers, None, extras)
+        return _turn_record(self, role, ident, calls, answers, texts, billed_calls, media)
 
     def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
         return tuple(_GEMINI_KINDS[k] for k in _gemini.kinds(_fields(message)["parts"]))
@@ -627,26 +635,11 @@ class _BedrockShape(Shape):
         if not _converse(content):
             return None
         role = normalize_role(raw)
+        ident = _as_id(fields.get("id"))
         calls, answers = _bedrock.links(content)
-        if role == AI:
-            answers = ()
-        elif role == HUMAN:
-            calls = ()
-        else:
-            calls = answers = ()
         texts, billed_calls, values, media, _ = _bedrock.billed(content)
         texts.extend(_json(v) for v in values)
-        extras = Extras(
-            None,
-            tuple(texts),
-            tuple((name, _json(args)) for name, args in billed_calls),
-            None,
-            answers,
-            media,
-            (),
-            self,
-        )
-        return MessageRecord(role, _as_id(fields.get("id")), calls, answers, None, extras)
+        return _turn_record(self, role, ident, calls, answers, texts, billed_calls, media)
 
     def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
         content = _fields(message).get("content")
