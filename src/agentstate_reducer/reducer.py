@@ -9,7 +9,7 @@ import operator
 import threading
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
 from itertools import compress, repeat
 from typing import Any, Generic, NamedTuple, NoReturn, TypeVar, cast, overload
@@ -24,7 +24,13 @@ from .config import (
     TokenCounterLike,
 )
 from .edit import AppendRule, ContextEdit, EditOption, edit_messages
-from .errors import ConfigError, MessageFormatError, OutboxError, UnstorableError
+from .errors import (
+    ConfigError,
+    ConfigTypeError,
+    MessageFormatError,
+    OutboxError,
+    UnstorableError,
+)
 from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
 from .messages import (
     AI,
@@ -867,7 +873,7 @@ class MessageReducer:
     def _check_sync(self) -> None:
         if self._async_callable is not None:
             name, fn = self._async_callable
-            raise TypeError(
+            raise _Refused(
                 f"{name} is async ({fn!r}); call 'await reducer.areduce(...)' instead of "
                 "reduce()"
             )
@@ -960,49 +966,87 @@ class MessageReducer:
         if self._ledger is not None:
             self._ledger.release(deliver, namespace)
 
-    # -- sync --------------------------------------------------------------------
+    # -- the one core: a generator of effects; reduce() and areduce() only drive it --
 
-    def reduce(self, existing: Any = None, new: Any = None, namespace: Any = None) -> ReducerResult:
-        """Concatenate ``existing + new`` and prune if over the threshold.
-
-        With ``inject_summary``, a failing or timed-out ``summarize_fn`` prunes nothing
-        (``summary_failed`` says so) unless keeping everything would pass the hard
-        limit: ``max_tokens``, or twice ``max_messages`` in count mode.
-
-        Args:
-            existing: the current history (a list, one message, or ``None``).
-            new: messages to append (a list, one message, or ``None``).
-            namespace: forwarded unchanged to every ``on_prune`` hook.
-
-        Returns:
-            A :class:`ReducerResult`; the inputs are never mutated.
-
-        Raises:
-            MessageFormatError: a message cannot be read (a ``TypeError`` naming its index).
-            TypeError: ``summarize_fn`` or a hook is async; use :meth:`areduce`.
-            OutboxError: a durable hook could not store the pruned messages (also
-                :class:`UnstorableError`, for a message or namespace it cannot store).
-                Other hook errors are logged and skipped. Either way the batch is
-                released from the dedupe ledger, so a retried step hands it over again.
-        """
-        if self._async_callable is not None:
-            self._check_sync()
+    def _start(self, existing: Any, new: Any, namespace: Any) -> ReducerResult | _Flow:
+        """The result when the reduce has no effect to run, else the core that runs them."""
         try:
             messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
         except RecursionError:
             _too_deep(existing, new)
-        text, failed = None, False
         if not plan.pruned and not edits:
-            return self._result(messages, plan, memo, edits, added, text, failed)[0]
+            return self._result(messages, plan, memo, edits, added, None, False)[0]
+        return self._flow(existing, new, namespace, messages, plan, memo, edits, added)
+
+    def _flow(
+        self,
+        existing: Any,
+        new: Any,
+        namespace: Any,
+        messages: list[Any],
+        plan: Plan,
+        memo: _Memo | None,
+        edits: tuple[ContextEdit, ...],
+        added: list[Any],
+    ) -> _Flow:
+        """Every decision of a reduce with effects: it yields "summarise this batch" and
+        "hand this batch to hook i", is sent each effect's value (or thrown its error),
+        and returns the result. No I/O: the drivers run the effects."""
+        text: str | None = None
+        failed = False
         batch = self._to_summarize(messages, plan)
         if batch is not None:
-            assert self.config.summarize_fn is not None
-            text = self._summarize(self.config.summarize_fn, batch)
+            text = yield from self._summary(batch)
             failed = text is None
         result, handed = self._result(messages, plan, memo, edits, added, text, failed)
         if handed:
-            self._deliver(handed, namespace, _Places(existing, new, edits))
+            yield from self._hand_over(handed, namespace, _Places(existing, new, edits))
         return result
+
+    def _summary(self, batch: list[Any]) -> Generator[_Effect, Any, str | None]:
+        """The summary of ``batch``, or ``None`` when ``summarize_fn`` failed (logged)."""
+        fn = self.config.summarize_fn
+        assert fn is not None
+        try:
+            reply = yield _Summarise(fn, batch)
+            return reply_text(reply)
+        except _Refused:
+            raise
+        except Exception:
+            logger.warning(
+                "agentstate-reducer: summarize_fn failed; no summary this time", exc_info=True
+            )
+            return None
+
+    def _hand_over(
+        self, pruned: list[Any], namespace: Any, places: _Places
+    ) -> Generator[_Effect, Any, None]:
+        """Hand what was not delivered before to every hook, in order. A hook that raised
+        is logged and skipped; an :class:`OutboxError` propagates. Unless every hook took
+        the batch, it is released from the ledger for a later reduce."""
+        deliver = self._claim(pruned, namespace)
+        if not deliver:
+            return
+        done = False
+        try:
+            taken = True
+            for i, hook in enumerate(self.config.on_prune):
+                try:
+                    got = yield _Hand(i, hook, deliver, namespace)
+                except UnstorableError as exc:
+                    _raise_placed(exc, deliver, places)
+                except (OutboxError, _Refused):
+                    raise
+                except Exception as exc:
+                    _log_hook_error(i, exc, deliver)
+                    taken = False
+                else:
+                    taken = taken and got is not NOT_DELIVERED
+            done = taken
+        finally:
+            # An OutboxError, Ctrl-C, a cancelled task, a hook that failed or dropped it.
+            if not done:
+                self._release(deliver, namespace)
 
     def _result(
         self,
@@ -1046,117 +1090,45 @@ class MessageReducer:
         # An edited original travels under its handle (its id), marked as edited.
         return result, [*result.pruned, *(e.original for e in edits)]
 
-    def _deliver(self, pruned: list[Any], namespace: Any, places: _Places | None = None) -> None:
-        deliver = self._claim(pruned, namespace)
-        if not deliver:
-            return
-        taken = False
-        try:
-            # Every hook runs (a list, not a short-circuiting generator).
-            hooks = enumerate(self.config.on_prune)
-            taken = all([self._run_hook(i, h, deliver, namespace) for i, h in hooks])
-        except UnstorableError as exc:
-            _raise_placed(exc, deliver, places)
-        finally:
-            # An OutboxError, Ctrl-C, a hook that failed or dropped the batch: released.
-            if not taken:
-                self._release(deliver, namespace)
+    # -- the two drivers ---------------------------------------------------------
 
-    @staticmethod
-    def _summarize(fn: Callable[[list[Any]], Any], pruned: list[Any]) -> str | None:
-        try:
-            text = fn(list(pruned))
-        except Exception:
-            logger.warning(
-                "agentstate-reducer: summarize_fn failed; no summary this time", exc_info=True
-            )
-            return None
-        _refuse_awaitable(text, "summarize_fn")
-        return reply_text(text)
+    def reduce(self, existing: Any = None, new: Any = None, namespace: Any = None) -> ReducerResult:
+        """Concatenate ``existing + new`` and prune if over the threshold.
 
-    @staticmethod
-    def _run_hook(i: int, hook: Callable[..., Any], pruned: list[Any], namespace: Any) -> bool:
-        """Run one hook; whether it took the batch. OutboxError propagates."""
-        try:
-            result = hook(list(pruned), namespace)
-        except OutboxError:
-            raise
-        except Exception as exc:
-            _log_hook_error(i, exc, pruned)
-            return False
-        _refuse_awaitable(result, f"on_prune[{i}]")
-        return result is not NOT_DELIVERED
+        With ``inject_summary``, a failing or timed-out ``summarize_fn`` prunes nothing
+        (``summary_failed`` says so) unless keeping everything would pass the hard
+        limit: ``max_tokens``, or twice ``max_messages`` in count mode.
 
-    # -- async -------------------------------------------------------------------
+        Args:
+            existing: the current history (a list, one message, or ``None``).
+            new: messages to append (a list, one message, or ``None``).
+            namespace: forwarded unchanged to every ``on_prune`` hook.
+
+        Returns:
+            A :class:`ReducerResult`; the inputs are never mutated.
+
+        Raises:
+            MessageFormatError: a message cannot be read (a ``TypeError`` naming its index).
+            ConfigTypeError: ``summarize_fn`` or a hook is async; use :meth:`areduce`.
+            OutboxError: a durable hook could not store the pruned messages (also
+                :class:`UnstorableError`, for a message or namespace it cannot store).
+                Other hook errors are logged and skipped. Either way the batch is
+                released from the dedupe ledger, so a retried step hands it over again.
+        """
+        if self._async_callable is not None:
+            self._check_sync()
+        step = self._start(existing, new, namespace)
+        return step if isinstance(step, ReducerResult) else _drive(step)
 
     async def areduce(
         self, existing: Any = None, new: Any = None, namespace: Any = None
     ) -> ReducerResult:
-        """Async :meth:`reduce`: the same plan, awaiting async ``summarize_fn`` and hooks.
+        """Async :meth:`reduce`: the same core, awaiting async ``summarize_fn`` and hooks.
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
-        try:
-            messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
-        except RecursionError:
-            _too_deep(existing, new)
-        text, failed = None, False
-        if not plan.pruned and not edits:
-            return self._result(messages, plan, memo, edits, added, text, failed)[0]
-        batch = self._to_summarize(messages, plan)
-        fn = self.config.summarize_fn
-        if batch is not None and fn is not None:
-            try:
-                if isinstance(fn, Summarizer):
-                    reply: Any = await fn.acall(list(batch))
-                else:
-                    reply = fn(list(batch))
-                    if inspect.isawaitable(reply):
-                        reply = await reply
-                text = reply_text(reply)
-            except Exception:
-                logger.warning(
-                    "agentstate-reducer: summarize_fn failed; no summary this time",
-                    exc_info=True,
-                )
-            failed = text is None
-        result, handed = self._result(messages, plan, memo, edits, added, text, failed)
-        if handed:
-            await self._adeliver(handed, namespace, _Places(existing, new, edits))
-        return result
-
-    async def _adeliver(
-        self, pruned: list[Any], namespace: Any, places: _Places | None = None
-    ) -> None:
-        deliver = self._claim(pruned, namespace)
-        if not deliver:
-            return
-        taken = True
-        try:
-            for i, hook in enumerate(self.config.on_prune):
-                try:
-                    result = hook(list(deliver), namespace)
-                    if inspect.isawaitable(result):
-                        result = await result
-                except UnstorableError as exc:
-                    taken = False
-                    _raise_placed(exc, deliver, places)
-                except OutboxError:
-                    taken = False
-                    raise
-                except Exception as exc:
-                    _log_hook_error(i, exc, deliver)
-                    taken = False
-                    continue
-                taken = taken and result is not NOT_DELIVERED
-        except BaseException:
-            # Cancelled (a LangGraph run timed out) or an OutboxError: nothing may be
-            # stored, so the retried step must hand the batch over again.
-            taken = False
-            raise
-        finally:
-            if not taken:
-                self._release(deliver, namespace)
+        step = self._start(existing, new, namespace)
+        return step if isinstance(step, ReducerResult) else await _adrive(step)
 
     # -- LangGraph ---------------------------------------------------------------
 
@@ -1300,13 +1272,95 @@ def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
     return out, added
 
 
+class _Refused(ConfigTypeError):
+    """An async callable met the sync :meth:`MessageReducer.reduce`: never a failed summary
+    or a skipped hook, always raised."""
+
+
 def _refuse_awaitable(value: object, name: str) -> None:
     """reduce() cannot await: close the coroutine (no 'never awaited' warning) and say so."""
     if inspect.isawaitable(value):
         close = getattr(value, "close", None)
         if close is not None:
             close()
-        raise TypeError(f"{name} returned an awaitable; call 'await reducer.areduce(...)' instead")
+        raise _Refused(
+            f"{name} returned an awaitable; call 'await reducer.areduce(...)' instead"
+        )
+
+
+# -- effects and their drivers -------------------------------------------------------
+
+
+class _Summarise(NamedTuple):
+    """Effect: the reply of ``fn`` to a copy of ``batch``."""
+
+    fn: SummarizeFn
+    batch: list[Any]
+
+    def call(self) -> Any:
+        reply = self.fn(list(self.batch))
+        _refuse_awaitable(reply, "summarize_fn")
+        return reply
+
+    async def acall(self) -> Any:
+        if isinstance(self.fn, Summarizer):
+            return await self.fn.acall(list(self.batch))
+        reply = self.fn(list(self.batch))
+        return (await reply) if inspect.isawaitable(reply) else reply
+
+
+class _Hand(NamedTuple):
+    """Effect: what ``on_prune[position]`` returns for a copy of ``batch``."""
+
+    position: int
+    hook: RememberFn
+    batch: list[Any]
+    namespace: Any
+
+    def call(self) -> Any:
+        got = self.hook(list(self.batch), self.namespace)
+        _refuse_awaitable(got, f"on_prune[{self.position}]")
+        return got
+
+    async def acall(self) -> Any:
+        got = self.hook(list(self.batch), self.namespace)
+        return (await got) if inspect.isawaitable(got) else got
+
+
+_Effect = _Summarise | _Hand
+#: The core of a reduce: yields effects, is sent their values, returns the result.
+_Flow = Generator[_Effect, Any, ReducerResult]
+
+
+def _drive(flow: _Flow) -> ReducerResult:
+    """The sync driver: run each effect; send back its value, or throw in its error
+    (the core decides what an error means, and what propagates)."""
+    try:
+        effect = next(flow)
+        while True:
+            try:
+                value = effect.call()
+            except BaseException as exc:
+                effect = flow.throw(exc)
+            else:
+                effect = flow.send(value)
+    except StopIteration as stop:
+        return cast(ReducerResult, stop.value)
+
+
+async def _adrive(flow: _Flow) -> ReducerResult:
+    """The async driver: :func:`_drive`, awaiting each effect."""
+    try:
+        effect = next(flow)
+        while True:
+            try:
+                value = await effect.acall()
+            except BaseException as exc:
+                effect = flow.throw(exc)
+            else:
+                effect = flow.send(value)
+    except StopIteration as stop:
+        return cast(ReducerResult, stop.value)
 
 
 def warn_once_over_budget(reducer: MessageReducer, result: ReducerResult, thread: object) -> None:

@@ -14,8 +14,8 @@ import hashlib
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, cast
 
 from .errors import ConfigError
 from .messages import (
@@ -282,13 +282,23 @@ class Summarizer:
         """Summarise ``pruned`` (the previous summary plus new messages) with the model.
 
         The same messages twice in a row give the same text, from one model call."""
+        fold = self._fold(pruned)
+        try:
+            prompt = next(fold)
+            while True:
+                prompt = fold.send(self._call(prompt))
+        except StopIteration as stop:
+            return cast(str, stop.value)
+
+    def _fold(self, pruned: list[Any]) -> Generator[str, Any, str]:
+        """The one fold both drivers run: yields each prompt, is sent the model's reply."""
         prompt = self.prompt(pruned)
         last = self._last
         if last is not None and last[0] == prompt:
             return last[1]
-        text, tokens = self._checked(self._call(prompt))
+        text, tokens = self._checked((yield prompt))
         if tokens > self.max_tokens:
-            text, tokens = self._checked(self._call(self._shorten(text, tokens)))
+            text, tokens = self._checked((yield self._shorten(text, tokens)))
             if tokens > self.max_tokens:
                 text = self._cut(text, tokens)
         self._last = (prompt, text)
@@ -323,17 +333,13 @@ class Summarizer:
 
     async def acall(self, pruned: list[Any]) -> str:
         """Async :meth:`__call__`: ``ainvoke`` when the model has it (``areduce`` uses this)."""
-        prompt = self.prompt(pruned)
-        last = self._last
-        if last is not None and last[0] == prompt:
-            return last[1]
-        text, tokens = self._checked(await self._acall(prompt))
-        if tokens > self.max_tokens:
-            text, tokens = self._checked(await self._acall(self._shorten(text, tokens)))
-            if tokens > self.max_tokens:
-                text = self._cut(text, tokens)
-        self._last = (prompt, text)
-        return text
+        fold = self._fold(pruned)
+        try:
+            prompt = next(fold)
+            while True:
+                prompt = fold.send(await self._acall(prompt))
+        except StopIteration as stop:
+            return cast(str, stop.value)
 
 
 def _run_with_timeout(run: Callable[[], Any], timeout: float) -> Any:
