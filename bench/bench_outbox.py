@@ -5,6 +5,7 @@ AGENTSTATE_TEST_POSTGRES_URL / AGENTSTATE_TEST_REDIS_URL or the local defaults a
 
 * an agent loop of 2,000 turns, each reduce() pruning a few messages, timed with a
   plain in-memory hook and with OutboxHook (one durable commit per pruning reduce);
+* each enqueue of that loop timed alone: its median and 99th percentile;
 * a Relay draining 10,000 jobs in batches of 100 into a no-op sink.
 
     python bench/bench_outbox.py
@@ -13,6 +14,7 @@ AGENTSTATE_TEST_POSTGRES_URL / AGENTSTATE_TEST_REDIS_URL or the local defaults a
 from __future__ import annotations
 
 import os
+import statistics
 import tempfile
 import time
 import uuid
@@ -89,6 +91,24 @@ def agent_loop(hook: Callable[[list[Any], Any], Any]) -> tuple[float, int]:
     return time.perf_counter() - t0, pruning
 
 
+class Timed:
+    """``OutboxHook(outbox)`` that records how long each enqueue took."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self.hook = OutboxHook(outbox)
+        self.seconds: list[float] = []
+
+    def __call__(self, pruned: list[Any], namespace: Any) -> None:
+        t0 = time.perf_counter()
+        self.hook(pruned, namespace)
+        self.seconds.append(time.perf_counter() - t0)
+
+    def percentiles(self) -> tuple[float, float]:
+        """Median and 99th percentile, in milliseconds."""
+        cuts = statistics.quantiles(self.seconds, n=100, method="inclusive")
+        return statistics.median(self.seconds) * 1000, cuts[98] * 1000
+
+
 def relay_rate(outbox: Outbox) -> float:
     for start in range(0, JOBS, 500):
         ids = range(start, start + 500)
@@ -112,16 +132,21 @@ def main() -> None:
             with backend() as outbox:
                 durable, _ = agent_loop(OutboxHook(outbox))
                 stored = outbox.counts()["ready"]
+            with backend() as outbox:
+                timed = Timed(outbox)
+                agent_loop(timed)
             with backend() as fresh:
                 rate = relay_rate(fresh)
         except Exception as exc:  # an unreachable server or a missing driver
             print(f"{name}: skipped ({type(exc).__name__}: {str(exc)[:80]})")
             continue
         extra = (durable - plain) * 1000 / pruning
+        p50, p99 = timed.percentiles()
         print(
             f"{name}: OutboxHook adds {extra:.2f} ms per pruning reduce() "
             f"({durable / plain:.1f}x the loop with an in-memory hook; {stored} messages "
-            f"stored); relay drains {rate:,.0f} jobs/s"
+            f"stored); enqueue p50 {p50:.2f} ms, p99 {p99:.2f} ms ({len(timed.seconds)} "
+            f"calls); relay drains {rate:,.0f} jobs/s"
         )
 
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import signal
 import socket
 import sqlite3
@@ -984,6 +985,48 @@ class TestPostgresOutbox(OutboxContract, StallContract):
             jobs = outbox.claim(2)
             assert outbox.ack(jobs) == 2
             assert outbox.counts() == {"ready": 1, "claimed": 0, "done": 2, "failed": 0}
+
+    def test_overlapping_batches_never_deadlock(
+        self, backend: Backend, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from agentstate_reducer.outbox import postgres
+
+        # No retry: a deadlock between two enqueues would surface as an OutboxError.
+        monkeypatch.setattr(postgres, "_RETRIES", 1)
+        outbox = backend.make(max_idle=6)
+        threads, rounds = 6, 20
+        # Fresh keys each round, shared by every thread, each in its own order.
+        plans = [
+            [random.Random(seed * 1000 + r).sample(range(10), 7) for r in range(rounds)]
+            for seed in range(threads)
+        ]
+        start = threading.Barrier(threads)
+        errors: list[str] = []
+
+        def enqueue(plan: list[list[int]]) -> None:
+            for r, keys in enumerate(plan):
+                start.wait()
+                try:
+                    outbox.enqueue(
+                        [{"role": "user", "content": "x", "id": f"r{r}-{k}"} for k in keys], NS
+                    )
+                except OutboxError as exc:
+                    errors.append(str(exc).splitlines()[0])
+
+        workers = [threading.Thread(target=enqueue, args=(plan,)) for plan in plans]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert errors == []
+        expected = {(r, k) for plan in plans for r, keys in enumerate(plan) for k in keys}
+        assert outbox.counts()["ready"] == len(expected)
+
+    def test_ids_follow_the_batch_order_whatever_the_keys(self, outbox: Outbox) -> None:
+        keys = ["z", "a", "m", "b"]
+        outbox.enqueue([{"role": "user", "content": k, "id": k} for k in keys], NS)
+        jobs = outbox.claim(10)
+        assert ids(jobs) == keys
 
     def test_arguments_are_checked(self, postgres_url: str) -> None:
         from agentstate_reducer.outbox import PostgresOutbox

@@ -73,11 +73,20 @@ CREATE INDEX IF NOT EXISTS {pending} ON {t} (id) WHERE status IN ('ready', 'clai
 CREATE INDEX IF NOT EXISTS {status} ON {t} (status);
 """
 
+# Ids are drawn in batch order (FIFO), rows inserted in key order: two enqueues of
+# overlapping batches then wait for each other's keys in one order, never in a cycle
+# (inserted in batch order, 1.5% of such calls ended in "deadlock detected"). A CTE
+# with a volatile function is never inlined, so nextval runs before the sort.
 _INSERT = """
-INSERT INTO {t} (namespace, msg_key, kind, payload)
-SELECT n, k, d, p
-FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS u(n, k, d, p, o)
-ORDER BY o
+WITH u AS (
+    SELECT nextval(pg_get_serial_sequence(%s, 'id')) AS i, n, k, d, p
+    FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
+        WITH ORDINALITY AS x(n, k, d, p, o)
+    ORDER BY o
+)
+INSERT INTO {t} (id, namespace, msg_key, kind, payload)
+SELECT i, n, k, d, p FROM u
+ORDER BY n, k
 ON CONFLICT (namespace, msg_key) DO NOTHING
 """
 
@@ -249,6 +258,8 @@ class PostgresOutbox(Outbox):
         #: The table holding the jobs.
         self.table = check_identifier("table", table)
         self._t = sql.Identifier(table)
+        # The table as pg_get_serial_sequence reads it (a quoted identifier).
+        self._quoted = '"' + table + '"'
         #: Seconds one call may take before the connection is cut.
         self.timeout = check_seconds("timeout", timeout, allow_zero=False)
         #: Seconds to open a connection.
@@ -328,7 +339,8 @@ class PostgresOutbox(Outbox):
     def _insert(self, rows: list[Row]) -> int:
         columns = [list(column) for column in zip(*rows, strict=True)]
         query = self._sql(_INSERT)
-        return self._run("enqueue", lambda conn: int(conn.execute(query, columns).rowcount))
+        params = [self._quoted, *columns]
+        return self._run("enqueue", lambda conn: int(conn.execute(query, params).rowcount))
 
     def _claim(self, limit: int, lease_seconds: float) -> list[Job]:
         token = uuid.uuid4().hex
