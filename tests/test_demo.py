@@ -72,6 +72,7 @@ def check_report(text: str, out_dir: Path) -> None:
     assert len(transcript) == without
 
 
+@pytest.mark.slow
 def test_demo_on_sqlite_and_its_transcript_feeds_the_cli(tmp_path: Path) -> None:
     text = run_demo(tmp_path)
     check_report(text, tmp_path)
@@ -102,6 +103,7 @@ def _postgres_reachable() -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_demo_on_postgres(tmp_path: Path) -> None:
     if not _postgres_reachable():
         pytest.skip(

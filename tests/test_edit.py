@@ -543,6 +543,7 @@ def assert_traceable(history: list[Any], outcome: Any, *, every_call_named: bool
     assert len({(e.index, e.call_id, e.kind) for e in outcome.edits}) == len(outcome.edits)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(case=_cases())
 def test_editing_keeps_every_history_valid_idempotent_and_traceable(
@@ -689,6 +690,7 @@ def _every_shape_config(draw: st.DrawFn, history: list[Any], hook: Any = None) -
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(case=_shaped(), data=st.data())
 def test_every_shape_keeps_its_histories_valid_and_edits_traceably_once(
@@ -721,6 +723,7 @@ def test_every_shape_keeps_its_histories_valid_and_edits_traceably_once(
     assert again.messages == outcome.messages
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(case=_shaped(), data=st.data())
 def test_every_shape_hands_each_original_to_the_hooks_once(

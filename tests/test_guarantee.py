@@ -121,6 +121,7 @@ def test_trim_messages_partial_text_is_never_blank() -> None:
 # -- start_on="human" --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     history=histories(openai_only=True),
@@ -151,6 +152,7 @@ def test_start_on_human_kept_tail_starts_with_a_human_message(
         break
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(history=histories(openai_only=True), least=st.integers(0, 8), extra=st.integers(0, 8))
 def test_start_on_human_in_count_mode_only_keeps_more(
@@ -236,6 +238,7 @@ def _turn_of(history: list[Any], start: int) -> tuple[int | None, list[int], lis
     return opener, list(range(begin, len(views))), steps
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     history=histories(),
@@ -261,6 +264,7 @@ def test_the_current_turn_survives_in_every_shape(
         assert id(history[opener]) in kept  # the latest question, always
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())

@@ -196,6 +196,7 @@ def test_background_close_gives_up_after_its_timeout_and_counts() -> None:
     release.set()
 
 
+@pytest.mark.slow
 def test_background_exit_drain_is_bounded_and_ctrl_c_gives_up(tmp_path: Any) -> None:
     """A hung hook: the interpreter exits after exit_timeout, or at once on Ctrl-C."""
     script = textwrap.dedent(

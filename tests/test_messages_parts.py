@@ -317,6 +317,7 @@ _json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(args=_json_values, other=_json_values)
 def test_a_saved_state_matches_exactly_while_the_arguments_are_unchanged(
@@ -440,6 +441,7 @@ _dict_messages = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_dict_messages)
 def test_the_fast_path_agrees_with_the_general_reader_on_any_dict(
@@ -448,6 +450,7 @@ def test_the_fast_path_agrees_with_the_general_reader_on_any_dict(
     _plain_agrees(message)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     kind=st.sampled_from([HumanMessage, AIMessage, SystemMessage]),
@@ -518,6 +521,7 @@ _blocks = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     role=st.sampled_from(["user", "assistant", "tool", "system", "x"]),

@@ -513,6 +513,7 @@ class OutboxContract:
         assert len(claimed) == 4
         assert len(every) == len(set(every)) == 60
 
+    @pytest.mark.slow
     def test_claims_are_exclusive_across_processes(self, backend: Backend) -> None:
         outbox = backend.make()
         outbox.enqueue(batch(60), NS)
@@ -672,6 +673,7 @@ class OutboxContract:
 
     # crashes
 
+    @pytest.mark.slow
     def test_two_pruners_killed_after_enqueue_lose_and_duplicate_nothing(
         self, backend: Backend
     ) -> None:
@@ -696,6 +698,7 @@ class OutboxContract:
         assert set(sink.deliveries.values()) == {1}
         assert {ns for ns, _ in sink.deliveries} == {NS}
 
+    @pytest.mark.slow
     def test_a_relay_killed_before_ack_is_redelivered_after_the_lease(
         self, backend: Backend
     ) -> None:
@@ -825,6 +828,7 @@ class StallContract:
     def target(self) -> tuple[str, int]:
         raise NotImplementedError
 
+    @pytest.mark.slow
     def test_a_stalled_server_raises_within_the_timeout(self, backend: Backend) -> None:
         proxy = StallingProxy(self.target())
         try:
@@ -1439,6 +1443,7 @@ json_values = st.recursive(
 plain_keys = st.text().filter(lambda k: k not in {"id", "role", "type", "data", "kwargs"})
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(plain_keys, json_values, max_size=4))
 # The tag key itself forces the tagged-items form, whose order the key must ignore too.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -498,6 +499,7 @@ def check_figures(plan: Plan, views: list[MessageView], cfg: ReducerConfig) -> N
     assert set(plan.protected).isdisjoint(plan.pruned)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     histories(),
@@ -540,6 +542,7 @@ def test_count_mode_matches_reference(
         assert plan.reason(i)[0] in (WINDOW, CASCADE, ORPHAN, START_ON)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     histories().flatmap(
@@ -618,6 +621,7 @@ def test_token_mode_matches_reference(
         assert survivors_ok(views, set(plan.pruned), int(first))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.integers(0, 8), st.integers(0, 8), st.booleans(), st.booleans())
 def test_start_on_human_makes_the_tail_open_with_a_human(
@@ -651,6 +655,7 @@ def test_start_on_human_makes_the_tail_open_with_a_human(
     assert plain_human(head) or (head.role not in ("ai", "tool") and not head.answers)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(histories(), st.integers(0, 8), st.integers(0, 8), st.booleans(), st.booleans())
 def test_planning_the_survivors_again_prunes_nothing(
@@ -682,6 +687,7 @@ _views = st.lists(
 )
 
 
+@pytest.mark.slow
 @given(_views, st.data())
 def test_link_calls_over_a_window_agrees_with_the_whole_history(
     views: list[MessageView], data: st.DataObject
@@ -717,6 +723,7 @@ _flag_bytes = st.lists(st.sampled_from([0, 0, 0, 1, 1, 2]), max_size=80).map(byt
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_flag_bytes, st.integers(0, 5))
 def test_flag_indices_are_those_of_the_non_zero_bytes(flags: bytes, base: int) -> None:

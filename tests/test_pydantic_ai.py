@@ -183,6 +183,7 @@ def test_synthetic_results_are_a_request_of_interrupted_returns() -> None:
     assert len(added) == 1 and validate_history(repaired) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(script=scripts(), least=st.integers(0, 6), extra=st.integers(0, 6))
 def test_reduced_histories_keep_every_pair_and_the_system_prompt(

@@ -107,6 +107,7 @@ def test_trim_never_cuts_a_message_carrying_thinking() -> None:
             assert validate_history(kept, provider="anthropic") == []
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(history=st.one_of(thinking_histories(), deepseek_histories()))
 def test_context_editing_never_touches_reasoning(history: list[Any]) -> None:
@@ -188,6 +189,7 @@ def _configs(draw: st.DrawFn) -> ReducerConfig:
 CASES = list(itertools.product(("anthropic", "deepseek"), ("reduce", "trim")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("family", "how"), CASES)
 @settings(max_examples=120, deadline=None)
 @given(data=st.data())

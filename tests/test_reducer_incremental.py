@@ -78,6 +78,7 @@ operations = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories(max_turns=14), configs(), operations)
 def test_every_step_equals_a_fresh_reducer(
@@ -190,6 +191,7 @@ def edit_configs(draw: st.DrawFn) -> ReducerConfig:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories(max_turns=14), edit_configs(), operations, st.data())
 def test_with_context_editing_every_step_equals_a_fresh_reducer(

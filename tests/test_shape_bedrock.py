@@ -370,12 +370,14 @@ def _agent_configs(draw: st.DrawFn) -> ReducerConfig:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(history=bedrock_histories())
 def test_generated_histories_are_valid(history: list[dict[str, Any]]) -> None:
     assert rules(history) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(history=bedrock_histories(), config=_agent_configs())
 def test_reduce_keeps_a_valid_bedrock_history_valid(

@@ -388,12 +388,14 @@ def _agent_configs(draw: st.DrawFn) -> ReducerConfig:
     return agent_config(min_messages=least, max_messages=draw(st.integers(least, least + 8)))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(history=gemini_histories())
 def test_generated_histories_are_valid(history: list[dict[str, Any]]) -> None:
     assert rules(history) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(history=gemini_histories(), config=_agent_configs())
 def test_reduce_keeps_a_valid_gemini_history_valid(
@@ -406,6 +408,7 @@ def test_reduce_keeps_a_valid_gemini_history_valid(
     assert all(any(m is s for s in history) for m in result.surviving)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["first", "last"])
 @settings(max_examples=100, deadline=None)
 @given(history=gemini_histories(), budget=st.integers(0, 400), partial=st.booleans())
@@ -425,6 +428,7 @@ def test_trim_messages_keeps_a_valid_gemini_history_valid(
     assert rules(kept) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(history=gemini_histories())
 def test_the_view_and_the_parts_name_calls_alike(history: list[dict[str, Any]]) -> None:
@@ -434,6 +438,7 @@ def test_the_view_and_the_parts_name_calls_alike(history: list[dict[str, Any]]) 
         assert set(view.calls) | set(view.answers) == named
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(history=gemini_histories())
 def test_every_editable_part_writes_back_to_an_equal_copy(history: list[dict[str, Any]]) -> None:

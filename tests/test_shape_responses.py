@@ -164,6 +164,7 @@ def test_reasoning_and_compaction_are_never_editable() -> None:
         assert m.content_kinds(item) == ()
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(history=responses_histories(), data=st.data())
 def test_every_item_writes_back_losslessly(history: list[dict[str, Any]], data: Any) -> None:
@@ -352,6 +353,7 @@ def _configs(draw: st.DrawFn) -> ReducerConfig:
     return agent_config(**options)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(history=responses_histories(), config=_configs())
 def test_reduce_keeps_a_valid_responses_history_valid(
@@ -371,6 +373,7 @@ def test_reduce_keeps_a_valid_responses_history_valid(
                 assert all(any(x is y for y in result.surviving) for x in history[begin:end])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     history=responses_histories(),

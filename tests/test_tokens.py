@@ -283,6 +283,7 @@ def sockets_blocked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return attempts
 
 
+@pytest.mark.slow
 def test_exact_counts_need_no_network(
     fresh_loader: None, sockets_blocked: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -573,6 +574,7 @@ _texts = st.text(alphabet=st.characters(max_codepoint=127), max_size=600) | st.t
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_texts, st.sampled_from(ENCODINGS))
 def test_the_fast_paths_give_the_reference_estimate(text: str, encoding: str) -> None:
@@ -854,6 +856,7 @@ _operations = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_operations)
 def test_the_cache_is_transparent(operations: list[tuple[str, str]]) -> None:

@@ -762,6 +762,7 @@ def _issuers(history: list[Any]) -> dict[tuple[int, str], int]:
     return parent
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(trim_cases())
 def test_laws(case: tuple[list[Any], dict[str, Any]]) -> None:

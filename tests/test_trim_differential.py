@@ -226,6 +226,7 @@ def _assert_only_the_partial_blocks_differ(
             assert isinstance(part.content, str)
 
 
+@pytest.mark.slow
 def test_differential_against_langchain() -> None:
     rng = random.Random(20240611)
     met: dict[int, int] = {}

@@ -402,6 +402,7 @@ def test_none_and_single_message() -> None:
 _PROPERTY = settings(max_examples=150, deadline=None)
 
 
+@pytest.mark.slow
 @_PROPERTY
 @given(histories())
 def test_generated_histories_are_valid_for_both_providers(history: list[Any]) -> None:
@@ -409,12 +410,14 @@ def test_generated_histories_are_valid_for_both_providers(history: list[Any]) ->
         assert validate_history(history, provider=provider) == []
 
 
+@pytest.mark.slow
 @_PROPERTY
 @given(histories(openai_only=True))
 def test_generated_openai_histories_are_valid_for_openai(history: list[Any]) -> None:
     assert validate_history(history, provider="openai") == []
 
 
+@pytest.mark.slow
 @_PROPERTY
 @given(histories(), st.data())
 def test_dropping_a_result_message_is_found(history: list[Any], data: st.DataObject) -> None:
@@ -433,6 +436,7 @@ def test_dropping_a_result_message_is_found(history: list[Any], data: st.DataObj
         assert bool(rules & {"unanswered-call", "split-parallel"}) != pending
 
 
+@pytest.mark.slow
 @_PROPERTY
 @given(histories(pending=False), st.data())
 def test_dropping_an_answered_call_is_found(history: list[Any], data: st.DataObject) -> None:
@@ -446,6 +450,7 @@ def test_dropping_an_answered_call_is_found(history: list[Any], data: st.DataObj
         assert (drop, "orphan-result") in [(p.index, p.rule) for p in problems]
 
 
+@pytest.mark.slow
 @_PROPERTY
 @given(histories(pending=False), st.data())
 def test_a_user_message_inside_the_results_is_found(
@@ -461,6 +466,7 @@ def test_a_user_message_inside_the_results_is_found(
         assert "unanswered-call" in rules and "late-result" in rules
 
 
+@pytest.mark.slow
 @_PROPERTY
 @given(histories())
 def test_losing_the_opening_user_turn_is_found_for_anthropic(history: list[Any]) -> None:

@@ -109,6 +109,7 @@ async def async_store() -> AsyncIterator[BaseStore]:
         yield store
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("approach", APPROACHES)
 async def test_sixty_turns_async_sqlite(
     approach: str, kit: Any, async_store: BaseStore, tmp_path: Any

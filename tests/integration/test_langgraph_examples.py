@@ -25,6 +25,7 @@ def test_every_langgraph_example_is_checked() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("langgraph_*.py")) == sorted(EXPECTED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_runs(name: str) -> None:
     done = subprocess.run(

@@ -177,6 +177,7 @@ def updates(draw: Any) -> list[list[Any]]:
     return batches
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(updates(), st.integers(0, 6), st.integers(0, 6))
 def test_merge_then_prune_law_and_invariants(

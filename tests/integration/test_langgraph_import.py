@@ -28,6 +28,7 @@ def test_all_is_sorted_and_resolves() -> None:
         extra.nope  # noqa: B018
 
 
+@pytest.mark.slow
 def test_without_langgraph_the_error_names_the_extra() -> None:
     done = run_blocked(["langgraph"], "import agentstate_reducer.langgraph")
     assert done.returncode == 1
@@ -46,6 +47,7 @@ def test_without_langgraph_the_core_still_imports() -> None:
     assert done.stdout.strip() == "2"
 
 
+@pytest.mark.slow
 def test_without_langchain_only_the_middleware_is_missing() -> None:
     done = run_blocked(
         ["langchain"],

@@ -141,7 +141,15 @@ async def async_postgres(request: Any) -> AsyncIterator[Backend]:
         yield Backend(saver, True, _postgres_rows(conninfo))
 
 
-BACKENDS = ["memory", "sqlite", "async_sqlite", "postgres", "async_postgres"]
+# The server-backed savers run in the slow lane (each case takes seconds); the fast lane
+# keeps the in-process ones.
+BACKENDS = [
+    "memory",
+    "sqlite",
+    "async_sqlite",
+    pytest.param("postgres", marks=pytest.mark.slow),
+    pytest.param("async_postgres", marks=pytest.mark.slow),
+]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -97,6 +97,7 @@ def sqlite_saver(path: str) -> Iterator[tuple[SqliteSaver, Callable[[], int]]]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_sqlite_storage_grows_linearly(kit: Any, tmp_path: Any) -> None:
     with sqlite_saver(str(tmp_path / "plain.sqlite")) as (saver, stored):
         plain = run(kit, saver, stored)
@@ -132,6 +133,7 @@ def postgres_saver(connect: dict[str, Any]) -> Iterator[tuple[Any, Callable[[], 
         yield saver, stored
 
 
+@pytest.mark.slow
 def test_postgres_storage_grows_linearly(kit: Any, postgres: dict[str, Any]) -> None:
     with postgres_saver(postgres) as (saver, stored):
         plain = run(kit, saver, stored)
