@@ -9,11 +9,12 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from agents import Agent, SQLiteSession, function_tool
+from agents import Agent, RunContextWrapper, SessionSettings, SQLiteSession, function_tool
 from agents.run_config import CallModelData, ModelInputData
 
 from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
@@ -203,3 +204,200 @@ async def test_over_budget_is_warned_once_per_namespace_and_session(
     assert len(warned) == 3, warned
     assert "'alice'" in warned[0] and "'bob'" in warned[1] and "'spy'" in warned[2]
     assert "5 messages kept, budget 3" in warned[0]
+
+
+def test_twenty_threads_and_five_loops_store_every_item() -> None:
+    # Nothing to prune: every add must reach the store, whichever loop or thread made it.
+    inner = SQLiteSession("crowd")
+    session = ReducingSession(inner, MessageReducer(config=ReducerConfig(max_messages=10_000)))
+    sent = crowd_adds(session)
+    stored = asyncio.run(inner.get_items())
+    assert sorted(i["content"] for i in stored) == sorted(sent)
+    inner.close()
+
+
+def test_concurrent_rewrites_lose_nothing() -> None:
+    # Pruning on the way: each item is in the store or was handed over, once, never lost.
+    inner = SQLiteSession("crowd")
+    hook = Hook()
+    config = ReducerConfig(min_messages=20, max_messages=40, on_prune=[hook])
+    reducer = MessageReducer(config=config)
+    session = ReducingSession(inner, reducer)
+    sent = crowd_adds(session)
+    stored = [i["content"] for i in asyncio.run(inner.get_items())]
+    handed = [i["content"] for _, i in hook.got]
+    assert len(stored) <= 40 and handed
+    assert sorted(stored + handed) == sorted(sent)
+    inner.close()
+
+
+def crowd_adds(session: ReducingSession, threads: int = 20, loops: int = 5) -> list[str]:
+    """Each of ``threads`` threads adds 5 items through its own loop (``asyncio.run``) and 5
+    through one of ``loops`` shared loops, all at once; returns what was sent."""
+    shared = [asyncio.new_event_loop() for _ in range(loops)]
+    runners = [threading.Thread(target=loop.run_forever, daemon=True) for loop in shared]
+    for runner in runners:
+        runner.start()
+    start = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        async def own_loop() -> None:
+            items = [{"role": "user", "content": f"t{n} own {k}"} for k in range(5)]
+            await asyncio.gather(*(session.add_items([item]) for item in items))
+
+        try:
+            start.wait(timeout=30)
+            futures = [
+                asyncio.run_coroutine_threadsafe(
+                    session.add_items([{"role": "user", "content": f"t{n} shared {k}"}]),
+                    shared[n % loops],
+                )
+                for k in range(5)
+            ]
+            asyncio.run(own_loop())
+            for future in futures:
+                future.result(timeout=60)
+        except BaseException as exc:  # reported by the test below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join(timeout=120)
+    for loop in shared:
+        loop.call_soon_threadsafe(loop.stop)
+    for runner in runners:
+        runner.join(timeout=5)
+    for loop in shared:
+        loop.close()
+    assert not errors, errors
+    assert not any(thread.is_alive() for thread in workers)
+    return [f"t{n} {where} {k}" for n in range(threads) for where in ("own", "shared")
+            for k in range(5)]
+
+
+class TenantSession(SpySession):
+    """A context-aware session: every history method takes ``wrapper`` (the SDK's opt-in)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scopes: dict[str, list[Any]] = {}
+
+    def _items(self, wrapper: Any) -> list[Any]:
+        return self.scopes.setdefault("default" if wrapper is None else wrapper.context, [])
+
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[Any]:
+        items = self._items(wrapper)
+        return list(items if limit is None else items[-limit:])
+
+    async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
+        self._items(wrapper).extend(items)
+
+    async def pop_item(self, *, wrapper: Any = None) -> Any:
+        items = self._items(wrapper)
+        return items.pop() if items else None
+
+    async def clear_session(self, *, wrapper: Any = None) -> None:
+        self.clears += 1
+        self._items(wrapper).clear()
+
+
+async def test_scopes_are_kept_through_rewrites() -> None:
+    hook = Hook()
+    reducer = MessageReducer(config=agent_config(min_messages=5, max_messages=10, on_prune=[hook]))
+    inner = TenantSession()
+    session = ReducingSession(
+        inner, reducer, namespace=lambda w: ("memories", w.context if w else "none")
+    )
+    alice, bob = RunContextWrapper(context="alice"), RunContextWrapper(context="bob")
+    for n in range(6):
+        await session.add_items(turn(n), wrapper=alice)
+    await session.add_items(turn(100), wrapper=bob)
+    assert inner.clears > 0 and "default" not in inner.scopes
+    assert inner.scopes["bob"] == turn(100)
+    assert len(inner.scopes["alice"]) <= 10
+    assert {ns for ns, _ in hook.got} == {("memories", "alice")}
+    assert await session.get_items(wrapper=bob) == turn(100)
+    assert await session.get_items(1, wrapper=alice) == turn(5)[-1:]
+    assert await session.pop_item(wrapper=bob) == turn(100)[-1]
+    await session.clear_session(wrapper=alice)
+    assert inner.scopes["alice"] == [] and len(inner.scopes["bob"]) == 4
+
+
+async def test_a_session_without_the_opt_in_gets_no_wrapper() -> None:
+    inner = SpySession()
+    session = ReducingSession(inner, MessageReducer())
+    await session.add_items(turn(0), wrapper=RunContextWrapper(context="alice"))
+    assert inner.items == turn(0)
+
+
+class NoLimitSession(SpySession):
+    async def get_items(self) -> list[Any]:  # type: ignore[override]
+        return list(self.items)
+
+
+async def test_limit_reaches_the_inner_session_only_when_it_takes_one() -> None:
+    session = ReducingSession(NoLimitSession(), MessageReducer())
+    await session.add_items(turn(0))
+    assert await session.get_items() == turn(0)
+    assert await session.get_items(limit=2) == turn(0)[-2:]
+    assert await session.get_items(limit=0) == []
+    assert await session.get_items(limit=-1) == turn(0)
+
+
+async def test_a_settings_limit_never_costs_the_store_its_older_items() -> None:
+    # The inner session reads only its latest 3 items by default: the reduce must see, and
+    # the rewrite keep, all of them.
+    inner = SQLiteSession("limited", session_settings=SessionSettings(limit=3))
+    reducer = MessageReducer(config=agent_config(min_messages=8, max_messages=12))
+    session = ReducingSession(inner, reducer)
+    for n in range(4):
+        await session.add_items(turn(n))
+    everything = await inner.get_items(limit=1000)
+    assert 8 <= len(everything) <= 12
+    assert everything[-5:] == turn(3)
+    assert await session.get_items() == everything[-3:]
+    inner.close()
+
+
+async def test_public_attributes_are_forwarded_and_private_ones_are_not() -> None:
+    inner = SQLiteSession("fw")
+    session = ReducingSession(inner, MessageReducer())
+    assert session.db_path == inner.db_path == ":memory:"
+    assert session.messages_table == "agent_messages"
+    session.session_settings = SessionSettings(limit=7)
+    assert inner.session_settings.limit == 7
+    session.custom = "set on the inner session"
+    assert inner.custom == "set on the inner session"  # type: ignore[attr-defined]
+    del session.custom
+    assert not hasattr(inner, "custom")
+    # A private hook of the inner session would write past the reducer: not forwarded.
+    assert hasattr(inner, "_get_compaction_snapshot")
+    assert not hasattr(session, "_get_compaction_snapshot")
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        session.nope  # noqa: B018
+    session.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await inner.get_items()
+
+
+async def test_async_with_goes_to_the_inner_session() -> None:
+    class Managed(SpySession):
+        entered = exited = 0
+
+        async def __aenter__(self) -> Managed:
+            self.entered += 1
+            return self
+
+        async def __aexit__(self, *exc: Any) -> None:
+            self.exited += 1
+
+    inner = Managed()
+    async with ReducingSession(inner, MessageReducer()) as session:
+        assert isinstance(session, ReducingSession)
+    assert (inner.entered, inner.exited) == (1, 1)
+    with pytest.raises(TypeError, match="async with"):
+        async with ReducingSession(SpySession(), MessageReducer()):
+            pass

@@ -16,7 +16,8 @@ response (reasoning with the calls and message after it) stays whole, each
 
 from __future__ import annotations
 
-import asyncio
+import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
         'pip install "agentstate-reducer[openai-agents]"'
     ) from exc
 
+from ._locks import LoopSafeLock
 from .config import ReducerResult
 from .messages import INJECTED_KEY
 from .reducer import MessageReducer, warn_once_over_budget
@@ -121,19 +123,83 @@ def _unchanged(result: ReducerResult, stored: Sequence[Any], new: Sequence[Any])
     return all(a is b for a, b in zip(surviving, [*stored, *new], strict=True))
 
 
+_HISTORY_METHODS = ("get_items", "add_items", "pop_item", "clear_session")
+#: The wrapper's own attributes (set on it, never on the inner session).
+_OWN = frozenset({"session", "reducer", "namespace"})
+#: The limit asked for to read every item when the inner session's settings set one.
+_NO_LIMIT = sys.maxsize
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _parameters(method: Any) -> list[inspect.Parameter] | None:
+    try:
+        return list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
+def _accepts_wrapper(session: Any) -> bool:
+    """Whether every history method takes ``wrapper`` by keyword (the SDK's opt-in)."""
+    for name in _HISTORY_METHODS:
+        params = _parameters(getattr(session, name, None))
+        if params is None or not any(p.name == "wrapper" and p.kind in _NAMED for p in params):
+            return False
+    return True
+
+
+def _takes(method: Any, name: str) -> bool:
+    """Whether ``method`` takes ``name`` by keyword (yes when it cannot be inspected)."""
+    params = _parameters(method)
+    if params is None:
+        return True
+    return any(
+        (p.name == name and p.kind in _NAMED) or p.kind is inspect.Parameter.VAR_KEYWORD
+        for p in params
+    )
+
+
+def _latest(items: list[Any], limit: int) -> list[Any]:
+    """The latest ``limit`` items, as ``SQLiteSession`` reads them (a negative: all)."""
+    if limit < 0:
+        return items
+    return items[len(items) - limit :] if limit else []
+
+
+async def _call(method: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """Call a session method; await the result when it is awaitable, as the SDK does."""
+    result = method(*args, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
 class ReducingSession:
     """A session that keeps what it stores within the reducer's window.
 
-    Wraps any object following the SDK's ``Session`` protocol. ``add_items`` reduces
-    the stored items together with the new ones; when nothing is pruned it only adds the
-    new items, else it hands the pruned ones to the hooks and rewrites the store with the
-    survivors (``clear_session`` then ``add_items``, under a lock, so concurrent adds
-    never interleave). Reads, ``pop_item`` and ``clear_session`` go to the inner session.
+    Wraps any object following the SDK's ``Session`` protocol and behaves as it does:
+    ``add_items`` reduces the stored items together with the new ones; when nothing is
+    pruned it only adds the new items, else it hands the pruned ones to the hooks and
+    rewrites the store with the survivors (``clear_session`` then ``add_items``). Reads,
+    ``pop_item`` and ``clear_session`` go to the inner session, and so does every other
+    public attribute and method (``close()``, ``session_settings``, ``run_compaction``,
+    your own), read or set; names starting with ``_`` are not forwarded, since a private
+    hook of the inner session (a compaction snapshot, say) would bypass the reducer.
+
+    The SDK's context protocol passes through: when every history method of the inner
+    session takes ``wrapper``, each call hands it the run's ``RunContextWrapper``, so a
+    scoped (per-tenant) store keeps its scope. Give ``namespace`` a callable then, so
+    the pruned items of each scope go to their own namespace.
+
+    One lock, shared by every event loop and thread, serialises the calls on one wrapper
+    without blocking a loop while it waits: concurrent adds from threads and loops never
+    interleave with a rewrite, and a read never sees the store half rewritten.
 
     Pruned items go to the hooks under ``namespace``, default ``("memories",
-    session_id)``. The hooks run before the store is rewritten: an item is never dropped
-    from the store before it was handed over, and if the rewrite fails the next add
-    prunes it again, which the reducer's ledger does not hand over twice.
+    session_id)``, or ``namespace(wrapper)`` when it is callable (``wrapper`` is the
+    call's ``RunContextWrapper``, ``None`` outside a run). The hooks run before the store
+    is rewritten: an item is never dropped from the store before it was handed over, and
+    if the rewrite fails the next add prunes it again, which the reducer's ledger does
+    not hand over twice.
 
     The SDK sends the model the session's items plus what the current run produced; to
     bound that too, give the run :func:`reducing_input_filter` as well.
@@ -143,23 +209,51 @@ class ReducingSession:
         >>> await Runner.run(agent, "hello", session=session)
     """
 
+    #: The wrapped session, which holds the items.
+    session: Any
+    #: The reducer run on every ``add_items``.
+    reducer: MessageReducer
+    #: Where pruned items go: a value, or ``callable(wrapper)``.
+    namespace: Any
+
     def __init__(self, session: Any, reducer: MessageReducer, *, namespace: Any = None) -> None:
-        for method in ("get_items", "add_items", "pop_item", "clear_session"):
+        for method in _HISTORY_METHODS:
             if not callable(getattr(session, method, None)):
                 raise TypeError(
                     f"session must follow the Agents SDK Session protocol (no {method}()), "
                     f"got {session!r}"
                 )
-        #: The wrapped session, which holds the items.
         self.session = session
-        #: The reducer run on every ``add_items``.
         self.reducer = _check(reducer)
         self.namespace = (MEMORIES, str(session.session_id)) if namespace is None else namespace
-        self._lock = asyncio.Lock()
+        self._reducing_lock = LoopSafeLock()
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the wrapper itself lacks.
+        inner = self.__dict__.get("session")
+        if inner is None or name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or name in _OWN or hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.session, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name.startswith("_") or name in _OWN or name in self.__dict__:
+            object.__delattr__(self, name)
+        else:
+            delattr(self.session, name)
 
     @property
     def session_id(self) -> str:
         return str(self.session.session_id)
+
+    @session_id.setter
+    def session_id(self, value: str) -> None:
+        self.session.session_id = value
 
     @property
     def session_settings(self) -> Any:
@@ -169,34 +263,73 @@ class ReducingSession:
     def session_settings(self, value: Any) -> None:
         self.session.session_settings = value
 
-    async def get_items(self, limit: int | None = None) -> list[Any]:
+    def _scope(self, wrapper: Any) -> dict[str, Any]:
+        """The ``wrapper`` keyword for the inner session, if it opted into the protocol."""
+        if wrapper is None or not _accepts_wrapper(self.session):
+            return {}
+        return {"wrapper": wrapper}
+
+    async def _read(self, limit: int | None, scope: dict[str, Any]) -> list[Any]:
+        get_items = self.session.get_items
+        if limit is None:
+            return list(await _call(get_items, **scope))
+        if _takes(get_items, "limit"):
+            return list(await _call(get_items, limit=limit, **scope))
+        items = list(await _call(get_items, **scope))
+        return _latest(items, limit)
+
+    async def _read_all(self, scope: dict[str, Any]) -> list[Any]:
+        """Every stored item, whatever limit the inner session's settings set."""
+        settings = getattr(self.session, "session_settings", None)
+        if getattr(settings, "limit", None) is None or not _takes(self.session.get_items, "limit"):
+            return list(await _call(self.session.get_items, **scope))
+        return list(await _call(self.session.get_items, limit=_NO_LIMIT, **scope))
+
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[Any]:
         """The stored items (the latest ``limit`` when given), as the model may be sent them.
 
-        An injected summary is stored with its marker, so a later reduce folds it; the
-        items read here carry no marker.
+        ``limit`` reaches the inner session only when given and only if its ``get_items``
+        takes one; otherwise the latest items are cut here. An injected summary is stored
+        with its marker, so a later reduce folds it; the items read here carry no marker.
         """
-        return _sendable(list(await self.session.get_items(limit)))
+        async with self._reducing_lock:
+            items = await self._read(limit, self._scope(wrapper))
+        return _sendable(items)
 
-    async def add_items(self, items: list[Any]) -> None:
+    async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
         """Add ``items``, then prune the stored history down to the reducer's window."""
         new = list(items)
-        async with self._lock:
-            stored = list(await self.session.get_items())
-            result = await self.reducer.areduce(stored, new, namespace=self.namespace)
+        scope = self._scope(wrapper)
+        where = self.namespace(wrapper) if callable(self.namespace) else self.namespace
+        async with self._reducing_lock:
+            stored = await self._read_all(scope)
+            result = await self.reducer.areduce(stored, new, namespace=where)
             warn_once_over_budget(self.reducer, result, self.session_id)
             if _unchanged(result, stored, new):
-                await self.session.add_items(new)
+                await _call(self.session.add_items, new, **scope)
                 return
-            await self.session.clear_session()
-            await self.session.add_items(list(result.surviving))
+            await _call(self.session.clear_session, **scope)
+            await _call(self.session.add_items, list(result.surviving), **scope)
 
-    async def pop_item(self) -> Any:
+    async def pop_item(self, *, wrapper: Any = None) -> Any:
         """Remove and return the latest item (inner session)."""
-        return await self.session.pop_item()
+        async with self._reducing_lock:
+            return await _call(self.session.pop_item, **self._scope(wrapper))
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: Any = None) -> None:
         """Remove every item (inner session)."""
-        await self.session.clear_session()
+        async with self._reducing_lock:
+            await _call(self.session.clear_session, **self._scope(wrapper))
+
+    async def __aenter__(self) -> ReducingSession:
+        enter = getattr(type(self.session), "__aenter__", None)
+        if enter is None:
+            raise TypeError(f"{self.session!r} does not support 'async with'")
+        await enter(self.session)
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await type(self.session).__aexit__(self.session, *exc_info)
 
     def __repr__(self) -> str:
         return f"ReducingSession({self.session!r}, {self.reducer!r})"
