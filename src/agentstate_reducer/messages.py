@@ -2431,14 +2431,14 @@ def write_message(role: str, content: object, **fields: Any) -> dict[str, Any]:
     return {"role": _CHAT_ROLES.get(role, role), "content": content, **fields}
 
 
-def reply_text(reply: object) -> str | None:
+def reply_text(reply: object, *, strict: bool = False) -> str | None:
     """The text of what a model or function returned: a string as it is, ``None`` as
     ``None``, a message (a chat model's reply, any shape read here) its billed text joined
-    by newlines (never a repr); anything else as ``str()``."""
+    by newlines (never a repr); anything else as ``str()``, or ``None`` when ``strict``."""
     if reply is None or isinstance(reply, str):
         return reply
     if not isinstance(reply, Mapping) and getattr(reply, "content", None) is None:
-        return str(reply)
+        return None if strict else str(reply)
     content = message_content(reply)
     if isinstance(content, str):
         return content

@@ -93,6 +93,8 @@ PRESERVED_FIRST = "preserved first"
 RECENT = "recent tail"
 NEVER_PRUNED = "never-pruned role"
 CURRENT_TURN = "current turn"
+#: Why survivors are over ``max_tokens`` when the injected summary block put them there.
+SUMMARY_BLOCK = "summary block"
 #: The former name of :data:`CURRENT_TURN` (the rule grew from one exchange to the turn).
 IN_PROGRESS = CURRENT_TURN
 PINNED = "pinned"

@@ -44,8 +44,18 @@ from .messages import (
     synthetic_results,
     too_deep_among,
 )
-from .plan import WINDOW, Plan, Settled, dangling_calls, make_plan, plan_append, settle
+from .plan import (
+    SUMMARY_BLOCK,
+    WINDOW,
+    Plan,
+    Settled,
+    dangling_calls,
+    make_plan,
+    plan_append,
+    settle,
+)
 from .summary import (
+    DEFAULT_SUMMARY_TOKENS,
     Summarizer,
     covered,
     default_summary_messages_factory,
@@ -994,22 +1004,33 @@ class MessageReducer:
         and returns the result. No I/O: the drivers run the effects."""
         text: str | None = None
         failed = False
+        block = 0
         batch = self._to_summarize(messages, plan)
         if batch is not None:
             text = yield from self._summary(batch)
+            if text is not None:
+                text, block = self._fit(text, batch, plan, namespace)
             failed = text is None
         result, handed = self._result(messages, plan, memo, edits, added, text, failed)
+        if (
+            block
+            and result.tokens_after is not None
+            and result.tokens_after + block > self._budget(namespace).max_tokens
+        ):
+            because = (*result.over_because, SUMMARY_BLOCK)
+            result = _rebuilt(result, over_budget=True, over_because=because)
         if handed:
             yield from self._hand_over(handed, namespace, _Places(existing, new, edits))
         return result
 
     def _summary(self, batch: list[Any]) -> Generator[_Effect, Any, str | None]:
-        """The summary of ``batch``, or ``None`` when ``summarize_fn`` failed (logged)."""
+        """The summary of ``batch``, or ``None`` when ``summarize_fn`` failed: it raised,
+        or its reply is no text (a string, or a message holding some) or blank; logged."""
         fn = self.config.summarize_fn
         assert fn is not None
         try:
             reply = yield _Summarise(fn, batch)
-            return reply_text(reply)
+            text = reply_text(reply, strict=True)
         except _Refused:
             raise
         except Exception:
@@ -1017,6 +1038,68 @@ class MessageReducer:
                 "agentstate-reducer: summarize_fn failed; no summary this time", exc_info=True
             )
             return None
+        if text is None or not text.strip():
+            # The type only: the reply may quote the conversation.
+            what = "blank text" if text is not None else f"a {type(reply).__name__}, not text"
+            logger.warning(
+                "agentstate-reducer: summarize_fn returned %s; no summary this time", what
+            )
+            return None
+        return text
+
+    def _fit(
+        self, text: str, batch: list[Any], plan: Plan, namespace: Any
+    ) -> tuple[str | None, int]:
+        """``(text, tokens of its block)``, the text cut at a line break to the summary's
+        share of ``max_tokens`` (token mode with ``inject_summary``), or ``None`` when no
+        part of it fits. The share is what the survivors leave, and never less than the
+        block's framing plus :data:`~agentstate_reducer.summary.DEFAULT_SUMMARY_TOKENS`
+        (a quarter of a smaller budget): a summary beside an over-budget current turn
+        still goes in, and the result then says ``over_budget``."""
+        config = self.config
+        if not (config.token_mode and config.inject_summary) or plan.kept_tokens is None:
+            return text, 0
+        budget = self._budget(namespace).max_tokens
+        assert budget is not None
+        counter = self._cache().counter
+
+        def size(candidate: str) -> int:
+            return sum(counter(m) for m in self._block(candidate, batch))
+
+        tokens = size(text)
+        if tokens <= budget - plan.kept_tokens:
+            return text, tokens
+        share = max(budget - plan.kept_tokens, size("") + min(DEFAULT_SUMMARY_TOKENS, budget // 4))
+        if tokens <= share:
+            return text, tokens
+        # No token is longer than 16 characters in any counter here: a bound to start from.
+        low, high = 0, min(len(text), 16 * share + 16)
+        if size(text[:high]) <= share:
+            low = high
+        while high - low > 1:
+            middle = (low + high) // 2
+            if size(text[:middle]) <= share:
+                low = middle
+            else:
+                high = middle
+        cut = text[:low]
+        if "\n" in cut.strip():
+            cut = cut[: cut.rstrip().rindex("\n")]
+        if not cut.strip():
+            logger.warning(
+                "agentstate-reducer: the summary block (%d tokens) has no room in its share "
+                "of max_tokens (%d tokens); no summary this time",
+                tokens,
+                share,
+            )
+            return None, 0
+        logger.warning(
+            "agentstate-reducer: the summary block is %d tokens, its share of max_tokens "
+            "%d: cut at a line break",
+            tokens,
+            share,
+        )
+        return cut, size(cut)
 
     def _hand_over(
         self, pruned: list[Any], namespace: Any, places: _Places
