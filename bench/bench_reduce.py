@@ -22,8 +22,8 @@ from typing import Any
 from agentstate_reducer import MessageReducer, ReducerConfig
 from agentstate_reducer.messages import read_messages
 from agentstate_reducer.plan import make_plan
-from agentstate_reducer.reducer import _LazyCounts
 from agentstate_reducer.tokens import TokenCountCache, resolve_token_counter
+from agentstate_reducer.tokens.cache import LazyCounts
 
 
 def history(n: int) -> list[dict[str, Any]]:
@@ -92,8 +92,8 @@ def breakdown(config: ReducerConfig, msgs: list[dict[str, Any]]) -> None:
     counter = resolve_token_counter(config.token_counter)
     views = read_messages(msgs)
 
-    def lazy_counts() -> _LazyCounts:
-        return _LazyCounts(TokenCountCache(counter), msgs, views)
+    def lazy_counts() -> LazyCounts:
+        return LazyCounts.of(TokenCountCache(counter), msgs, views)
 
     counted = lazy_counts()
     plan = make_plan(views, config, counted)

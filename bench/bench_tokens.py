@@ -57,9 +57,9 @@ def accuracy() -> None:
     print("Heuristic vs exact tokens (text only, no framing), as docs/tokens.md has it")
     print("| encoding | set | class | characters | exact | heuristic | error |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
-    for encoding in tokens._WEIGHTS:
+    for encoding in tokens.heuristic._WEIGHTS:
         exact = load_encoding(encoding).encode_ordinary
-        estimate = tokens._HEURISTICS[encoding]
+        estimate = tokens.heuristic._HEURISTICS[encoding]
         for half in ("calibration", "holdout"):
             total_exact = total_heur = 0
             for path in sorted((CORPUS / half).glob("*.txt")):
@@ -104,7 +104,7 @@ def heuristic_speed() -> None:
     t = _best(lambda: [approximate_token_count(m) for m in messages], 5)
     print(f"mixed corpus, {len(messages)} dict messages (one per line): "
           f"{len(messages) / t:,.0f} messages/s with the heuristic")
-    exact = tokens._ExactCounter(load_o200k_base())
+    exact = tokens.encodings._ExactCounter(load_o200k_base())
 
     def counted() -> None:
         exact.forget()

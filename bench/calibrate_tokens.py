@@ -2,12 +2,12 @@
 
 Fits, by non-negative least squares over the lines and paragraphs of
 ``tests/fixtures/token_corpus/calibration`` (its JSON also pretty-printed), the weights
-the heuristic gives to the counts it measures (``tokens._COUNTED``), once for
+the heuristic gives to the counts it measures (``tokens.heuristic._COUNTED``), once for
 ``o200k_base`` and once for ``cl100k_base``. Held as they are: a token per run, per
 chunk of a long run and per spaced number (how a BPE encoding cuts text), and the
 weight of a script the calibration half has fewer than 60 characters of. Prints the
 fitted weights (in hundredths of a token, next to the ones in use, and as the literal
-to paste into ``tokens._WEIGHTS``), then, with the weights in use, the error per class
+to paste into ``tokens.heuristic._WEIGHTS``), then, with the weights in use, the error per class
 on both halves and over single lines. Needs the ``tokens`` extra.
 
     python bench/calibrate_tokens.py
@@ -28,7 +28,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "token_
 
 def measure(text: str) -> tuple[int, ...]:
     """The counts the heuristic weighs."""
-    return tokens._measure(text, text.encode("utf-8", "surrogatepass"))
+    return tokens.heuristic._measure(text, text.encode("utf-8", "surrogatepass"))
 
 
 def samples(half: str) -> list[tuple[str, str]]:
@@ -94,7 +94,7 @@ def nnls(rows: list[list[float]], ys: list[float]) -> list[float]:
 #: punctuation outside ASCII, a token a mark (too few in the corpus, and too tied to the
 #: letters around it, to be fitted apart).
 HELD = tuple(
-    tokens._COUNTED.index(name)
+    tokens.heuristic._COUNTED.index(name)
     for name in (
         "runs", "long-run chunks", "spaced numbers", "typographic punctuation",
         "CJK punctuation", "full-width forms",
@@ -104,14 +104,14 @@ HELD = tuple(
 #: prose in another language about as it cuts English (the fitted weight is 0.02 a
 #: letter, and holding it at zero lowers the error), so its estimate skips telling the
 #: language.
-ZERO = {"o200k_base": (tokens._COUNTED.index("letters of foreign prose"),)}
+ZERO = {"o200k_base": (tokens.heuristic._COUNTED.index("letters of foreign prose"),)}
 #: A script with fewer characters than this in the calibration half keeps its weight.
 MIN_CHARS = 60
 
 
 def fit(encoding: str, exact: Callable[[str], int]) -> list[float]:
-    """The weights of ``tokens._COUNTED`` for ``encoding``, in hundredths of a token."""
-    in_use = tokens._WEIGHTS[encoding].flat()
+    """The weights of ``tokens.heuristic._COUNTED`` for ``encoding``, in hundredths of a token."""
+    in_use = tokens.heuristic._WEIGHTS[encoding].flat()
     measured = [(measure(text), exact(text)) for _, text in samples("calibration")]
     totals = [sum(counts[i] for counts, _ in measured) for i in range(len(in_use))]
     free = [
@@ -131,7 +131,7 @@ def fit(encoding: str, exact: Callable[[str], int]) -> list[float]:
 
 
 def table(encoding: str, exact: Callable[[str], int]) -> None:
-    estimate = tokens._HEURISTICS[encoding]
+    estimate = tokens.heuristic._HEURISTICS[encoding]
     for half in ("calibration", "holdout"):
         total_exact = total_heuristic = 0
         errors = []
@@ -158,16 +158,16 @@ def table(encoding: str, exact: Callable[[str], int]) -> None:
 
 
 def main() -> None:
-    for encoding in tokens._WEIGHTS:
+    for encoding in tokens.heuristic._WEIGHTS:
         encode = load_encoding(encoding).encode_ordinary
 
         def exact(text: str, encode: Callable[[str], list[int]] = encode) -> int:
             return len(encode(text))
 
         fitted = fit(encoding, exact)
-        in_use = tokens._WEIGHTS[encoding].flat()
+        in_use = tokens.heuristic._WEIGHTS[encoding].flat()
         print(f"{encoding}: fitted weights, hundredths of a token (in use in parentheses)")
-        for label, weight, now in zip(tokens._COUNTED, fitted, in_use, strict=True):
+        for label, weight, now in zip(tokens.heuristic._COUNTED, fitted, in_use, strict=True):
             print(f"  {label:<26} {weight:6.1f}  ({now})")
         rounded = [round(w) for w in fitted]
         print(f"  literal: _Weights(*{tuple(rounded[:6])}, {tuple(rounded[6:])})")

@@ -258,7 +258,7 @@ def test_a_langchain_tool_is_counted_as_its_schema() -> None:
 
     counter = tokens.approximate_token_count
     as_tool = request_overhead(counter, tools=[search])
-    as_dict = request_overhead(counter, tools=[tokens._tool_schema(search)])
+    as_dict = request_overhead(counter, tools=[tokens.calibration._tool_schema(search)])
     assert as_tool == as_dict > 20
     with pytest.raises(ConfigError, match="cannot convert"):
         request_overhead(counter, tools=[object()])

@@ -55,17 +55,17 @@ IMAGE = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB" * 5_000
 @pytest.fixture
 def fresh_loader(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Load the encoding again inside the test, and forget it afterwards."""
-    tokens._load_encoding.cache_clear()
-    tokens._exact_token_counter.cache_clear()
-    monkeypatch.setattr(tokens, "_fallback_logged", threading.Event())
+    tokens.encodings._load_encoding.cache_clear()
+    tokens.encodings._exact_token_counter.cache_clear()
+    monkeypatch.setattr(tokens.models, "_fallback_logged", threading.Event())
     yield
-    tokens._load_encoding.cache_clear()
-    tokens._exact_token_counter.cache_clear()
+    tokens.encodings._load_encoding.cache_clear()
+    tokens.encodings._exact_token_counter.cache_clear()
 
 
 @pytest.fixture
 def no_rank_file(monkeypatch: pytest.MonkeyPatch, fresh_loader: None) -> None:
-    monkeypatch.setattr(tokens, "_RANK_SOURCES", (("agentstate_no_such_pkg", ("x.gz",)),))
+    monkeypatch.setattr(tokens.encodings, "_RANK_SOURCES", (("agentstate_no_such_pkg", ("x.gz",)),))
 
 
 # -- counter kinds, one contract ----------------------------------------------------
@@ -366,7 +366,7 @@ def test_a_rank_file_with_the_wrong_hash_is_refused(
     for name in ("cl100k_base", "o200k_base"):
         (package / "data" / f"{name}.tiktoken.gz").write_bytes(gzip.compress(data))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(tokens, "_RANK_SOURCES", (("fake_ranks", ("data",)),))
+    monkeypatch.setattr(tokens.encodings, "_RANK_SOURCES", (("fake_ranks", ("data",)),))
     digest = hashlib.sha256(data).hexdigest()
     with pytest.raises(ImportError, match=f"cl100k_base .*{digest}.*{CL100K_BASE_SHA256}"):
         load_cl100k_base()
@@ -432,11 +432,11 @@ def test_claude_and_gemini_count_with_a_scaled_heuristic(model: str, family: str
     assert model_family(model).family == family
     texts = ["hello world", "Привет, мир!", "x" * 300, "def f(a, b):\n    return a + b\n"]
     for text in texts:
-        assert tokens._text_counter(counter)(text) == int(  # type: ignore[misc]
+        assert tokens.count._text_counter(counter)(text) == int(  # type: ignore[misc]
             approximate_text_tokens(text) * factor + 0.5
         )
     message = {"role": "user", "content": texts[0]}
-    assert counter(message) == count_message(message, tokens._text_counter(counter))  # type: ignore[arg-type]
+    assert counter(message) == count_message(message, tokens.count._text_counter(counter))  # type: ignore[arg-type]
     assert tokens.ESTIMATORS[family].error  # documented
 
 
@@ -466,7 +466,7 @@ def test_checking_a_name_loads_no_tokenizer() -> None:
 
 def test_every_family_has_a_counter_and_a_window() -> None:
     for row in tokens.MODELS:
-        assert row.counter in tokens._ENCODINGS or row.counter in tokens.ESTIMATORS, row
+        assert row.counter in tokens.encodings._ENCODINGS or row.counter in tokens.ESTIMATORS, row
         assert row.context_window >= 8_192, row
         name = "o3" if row.family == "o-series" else row.family
         assert model_family(name).family == row.family
@@ -509,8 +509,8 @@ ENCODINGS = ("o200k_base", "cl100k_base")
 
 
 def _measure(half: str, encoding: str) -> dict[str, tuple[int, int, int]]:
-    exact = tokens._ExactCounter(tokens.load_encoding(encoding))
-    estimate = tokens._HEURISTICS[encoding]
+    exact = tokens.encodings._ExactCounter(tokens.load_encoding(encoding))
+    estimate = tokens.heuristic._HEURISTICS[encoding]
     return {
         name: (len(text), exact.text_tokens(text), estimate(text))
         for name, text in _corpus(half).items()
@@ -534,8 +534,8 @@ def test_heuristic_is_within_25_percent_per_class_and_10_percent_in_total(
 
 def test_the_default_heuristic_is_the_o200k_one() -> None:
     text = _corpus("holdout")["russian"]
-    assert approximate_text_tokens(text) == tokens._HEURISTICS["o200k_base"](text)
-    assert approximate_text_tokens(text) < 0.7 * tokens._HEURISTICS["cl100k_base"](text)
+    assert approximate_text_tokens(text) == tokens.heuristic._HEURISTICS["o200k_base"](text)
+    assert approximate_text_tokens(text) < 0.7 * tokens.heuristic._HEURISTICS["cl100k_base"](text)
 
 
 def test_docs_table_matches_the_measurement() -> None:
@@ -581,8 +581,9 @@ def test_the_fast_paths_give_the_reference_estimate(text: str, encoding: str) ->
     # Short ASCII text is one byte sum; other text weighs scripts by lead byte in C; both
     # must give what the reference measurement and its weights give.
     data = text.encode("utf-8", "surrogatepass")
-    reference = (tokens._estimate(text, data, tokens._WEIGHTS[encoding]) + 50) // 100 or 1
-    assert tokens._HEURISTICS[encoding](text) == (reference if text else 0)
+    weights = tokens.heuristic._WEIGHTS[encoding]
+    reference = (tokens.heuristic._estimate(text, data, weights) + 50) // 100 or 1
+    assert tokens.heuristic._HEURISTICS[encoding](text) == (reference if text else 0)
 
 
 @settings(max_examples=300, deadline=None)
@@ -593,9 +594,9 @@ def test_runs_are_counted_as_the_regex_would(text: str) -> None:
     # A line break joins a run of punctuation.
     runs = letters + re.findall(r"[0-9]+|[!-/:-@\[-`{-~\r\n]+", text)
     spaced = re.findall(r"(?:^|[^A-Za-z0-9!-/:-@\[-`{-~\r\n])[0-9]", text)
-    assert tokens._runs(data) == (
+    assert tokens.heuristic._runs(data) == (
         len(runs),
-        sum(len(run) // tokens._LONG_RUN for run in letters),
+        sum(len(run) // tokens.heuristic._LONG_RUN for run in letters),
         len(spaced) - (1 if re.match(r"[0-9]", text) else 0),
     )
 
@@ -615,9 +616,9 @@ def test_the_language_is_told_in_long_ascii_text_only(monkeypatch: pytest.Monkey
     dutch = "Wij hebben uw aanvraag ontvangen en nemen binnen drie werkdagen contact op. "
     texts = (dutch * 4, dutch[:200], "Één keer per week, " + dutch[:100])
     # Only cl100k_base, trained mostly on English, needs the rule.
-    estimate = tokens._HEURISTICS["cl100k_base"]
+    estimate = tokens.heuristic._HEURISTICS["cl100k_base"]
     told = [estimate(text) for text in texts]
-    monkeypatch.setattr(tokens, "_is_foreign", lambda data, punctuation: False)
+    monkeypatch.setattr(tokens.heuristic, "_is_foreign", lambda data, punctuation: False)
     english_rate = [estimate(text) for text in texts]
     # Long text, or any text with non-ASCII characters, is told; short ASCII is not.
     assert told[0] > english_rate[0]
@@ -978,3 +979,24 @@ def test_docs_registry_matches_the_code() -> None:
     assert documented == [tuple(row) for row in tokens.MODELS]
     for name, estimator in tokens.ESTIMATORS.items():
         assert f"| `{name}` | {estimator.factor} | {estimator.error} |" in text
+
+
+@given(
+    st.lists(st.integers(0, 50), min_size=1, max_size=200),
+    st.dictionaries(st.integers(0, 199), st.integers(0, 50), max_size=20),
+    st.lists(st.integers(0, 199), max_size=10),
+)
+def test_lazy_counts_over_other_counts_keep_their_own(
+    base: list[int], own: dict[int, int], asked: list[int]
+) -> None:
+    from agentstate_reducer.tokens.cache import LazyCounts
+
+    own = {i: c for i, c in own.items() if i < len(base)}
+    expected = [own.get(i, c) for i, c in enumerate(base)]
+    counts = LazyCounts.over(base, own)
+    for i in asked:  # in any order, before the whole is read
+        if i < len(base):
+            assert counts[i] == expected[i]
+    assert counts.total_within(sum(expected)) == sum(expected)
+    assert list(counts) == expected
+    assert counts[:] == expected

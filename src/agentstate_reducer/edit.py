@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import ConfigError
 from .messages import (
@@ -46,6 +46,7 @@ from .messages import (
     with_parts,
 )
 from .tokens import approximate_text_tokens
+from .tokens.cache import LazyCounts
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -310,34 +311,6 @@ def _size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-class _Counts(Sequence[int]):
-    """Token counts of an edited history: the copies' own, the others' from ``base``
-    (which may count lazily, so what no rule asks for is never counted)."""
-
-    def __init__(self, base: Sequence[int], own: Mapping[int, int]) -> None:
-        self._base = base
-        self._own = own
-
-    def __len__(self) -> int:
-        return len(self._base)
-
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
-    def __getitem__(self, index: int | slice) -> int | list[int]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self._base)))]
-        if index < 0:
-            index += len(self._base)
-        found = self._own.get(index)
-        return self._base[index] if found is None else found
-
-    def __iter__(self) -> Iterator[int]:
-        own = self._own
-        return (own.get(i, c) for i, c in enumerate(self._base))
-
-
 class _Editor:
     """The state of one :func:`edit_messages` call."""
 
@@ -490,7 +463,7 @@ class _Editor:
         if isinstance(base, (list, tuple)):
             own = self.own
             return [own.get(i, c) for i, c in enumerate(base)]
-        return _Counts(base, dict(self.own))
+        return LazyCounts.over(base, dict(self.own))
 
 
 class _Change(NamedTuple):

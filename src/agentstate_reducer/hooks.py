@@ -49,10 +49,11 @@ class _NotDelivered:
 NOT_DELIVERED: Any = _NotDelivered()
 
 
-def _freeze(value: object) -> Hashable:
-    """A hashable stand-in for a namespace: lists and tuples alike, as the outbox does."""
+def namespace_key(value: object) -> Hashable:
+    """A namespace as a key (of the ledger, of the reducer's calibrations): hashable, lists
+    and tuples alike, as the outbox does."""
     if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
+        return tuple(namespace_key(v) for v in value)
     try:
         hash(value)
     except TypeError:
@@ -77,10 +78,10 @@ def delivery_key(message: object, namespace: object = None) -> Hashable:
     without an id is keyed by a digest of its content within its namespace."""
     ident = raw_message_id(message)
     if ident is None:
-        return (_freeze(namespace), "sha256", _digest(message))
+        return (namespace_key(namespace), "sha256", _digest(message))
     if isinstance(ident, str):
-        return (_freeze(namespace), "id", ident)
-    return (_freeze(namespace), type(ident).__qualname__, repr(ident))
+        return (namespace_key(namespace), "id", ident)
+    return (namespace_key(namespace), type(ident).__qualname__, repr(ident))
 
 
 class DeliveryLedger:

@@ -9,7 +9,7 @@ import operator
 import threading
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
 from itertools import compress, repeat
 from typing import Any, Generic, NamedTuple, NoReturn, TypeVar, cast, overload
@@ -31,7 +31,7 @@ from .errors import (
     OutboxError,
     UnstorableError,
 )
-from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable
+from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable, namespace_key
 from .messages import (
     AI,
     MessageView,
@@ -66,10 +66,11 @@ from .tokens import (
     REPLY_PRIMING_TOKENS,
     Calibration,
     TokenCountCache,
-    _text_counter,
     request_overhead,
     resolve_token_counter,
 )
+from .tokens.cache import LazyCounts
+from .tokens.count import _text_counter
 
 __all__ = ("MessageReducer", "as_message_list", "hard_message_limit", "repair_dangling_calls")
 
@@ -157,89 +158,6 @@ def _concat(existing: Any, new: Any) -> list[Any]:
             return existing + new
     return as_message_list(existing) + as_message_list(new)
 
-
-class _LazyCounts(Sequence[int]):
-    """Token counts of ``messages`` from the cache, each counted when the plan first asks.
-
-    The plan walks from the end, so a missing count is filled with those of up to
-    :data:`_BLOCK` earlier messages in one cache call.
-    """
-
-    def __init__(
-        self,
-        cache: TokenCountCache,
-        messages: list[Any],
-        views: list[MessageView] | None = None,
-    ) -> None:
-        self._cache = cache
-        self._messages = messages
-        #: The views read already, if any: the cache then need not read them again.
-        self._views = views
-        self._counts: list[int | None] = [None] * len(messages)
-
-    def __len__(self) -> int:
-        return len(self._messages)
-
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
-    def __getitem__(self, index: int | slice) -> int | list[int]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self._messages)))]
-        count = self._counts[index]
-        if count is None:
-            if index < 0:
-                index += len(self._messages)
-            low = max(0, index - _BLOCK + 1)
-            while self._counts[low] is not None:
-                low += 1
-            self._fill(low, index + 1)
-            count = self._counts[index]
-            assert count is not None
-        return count
-
-    def _fill(self, low: int, high: int) -> None:
-        views = None if self._views is None else self._views[low:high]
-        self._counts[low:high] = self._cache.counts(self._messages[low:high], views)
-
-    def total_within(self, limit: int) -> int | None:
-        """:func:`plan._total`: the sum, or ``None`` once the sum from the end passes
-        ``limit``; counted from the end a block at a time, summed in C."""
-        counts = self._counts
-        total, high = 0, len(counts)
-        while high > 0:
-            low = max(0, high - _BLOCK)
-            if None in counts[low:high]:
-                self._fill(low, high)
-            block = cast("list[int]", counts[low:high])
-            if min(block) >= 0:
-                part = sum(block)
-                if total + part > limit:
-                    return None
-                total += part
-            else:  # a counter that is not a count: as the plan's walk would meet it
-                for count in reversed(block):
-                    if count < 0:
-                        return sum(self)
-                    total += count
-                    if total > limit:
-                        return None
-            high = low
-        return total
-
-    def __iter__(self) -> Iterator[int]:
-        if None in self._counts:
-            self[len(self._messages) - 1 :: -1]  # count the rest, towards the start
-        return iter(self._counts)  # type: ignore[arg-type]
-
-    @property
-    def counted(self) -> int:
-        """How many messages were counted so far."""
-        return len(self._counts) - self._counts.count(None)
-
-
-_BLOCK = 64
 
 _REASON = operator.itemgetter(0)
 
@@ -438,7 +356,7 @@ class MessageReducer:
             views, counts = read
         elif config.token_mode and cache is not None and lazy:
             views = read_messages(messages)
-            counts = _LazyCounts(cache, messages, views)
+            counts = LazyCounts.of(cache, messages, views)
         elif config.token_mode and cache is not None:
             # Views and counts of messages seen before come from the cache.
             views, counts = cache.read(messages)
@@ -464,7 +382,7 @@ class MessageReducer:
 
     def calibration(self, namespace: Any = None) -> Calibration:
         """The :class:`~agentstate_reducer.tokens.Calibration` of ``namespace`` (per thread)."""
-        key = _key(namespace)
+        key = namespace_key(namespace)
         with self._calibration_lock:
             found = self._calibrations.get(key)
             if found is None:
@@ -540,7 +458,7 @@ class MessageReducer:
     def _budget(self, namespace: Any) -> ReducerConfig:
         """The config with its token budgets for the messages alone, in the counter's units."""
         config = self.config
-        found = self._calibrations.get(_key(namespace))
+        found = self._calibrations.get(namespace_key(namespace))
         factor = found.factor if found is not None else 1.0
         overhead = self._overhead
         if factor == 1.0 and not overhead:
@@ -638,7 +556,7 @@ class MessageReducer:
         views = read_messages(messages)
         budget = self.config
         if budget.token_mode:
-            counts = _LazyCounts(self._cache(), messages, views)  # read once, not again
+            counts = LazyCounts.of(self._cache(), messages, views)  # read once, not again
             if budget.calibrate_from_usage:
                 self._learn(messages, views, counts, namespace)
             budget = self._budget(namespace)  # the edit step fires where the plan prunes
@@ -1283,15 +1201,6 @@ def _log_hook_error(i: int, exc: Exception, pruned: list[Any]) -> None:
         [message_id(m) for m in pruned[:20]],
         type(exc).__name__,
     )
-
-
-def _key(namespace: Any) -> Any:
-    """A namespace as a dict key (a list one by its repr)."""
-    try:
-        hash(namespace)
-    except TypeError:
-        return repr(namespace)
-    return namespace
 
 
 class _Places:

@@ -25,7 +25,7 @@ MAX_TOKENS = 1_500
 
 def recording_counter() -> tuple[tokens.TokenCounter, Counter[str]]:
     """A fresh exact o200k_base counter that records every text it tokenizes."""
-    counter = tokens._ExactCounter(tokens.load_o200k_base())
+    counter = tokens.encodings._ExactCounter(tokens.load_o200k_base())
     seen: Counter[str] = Counter()
     encode: Callable[[str], list[int]] = counter._encode
 

@@ -1,0 +1,138 @@
+"""How a chat API bills a message: the framing every built-in counter shares.
+
+A built-in counter (the heuristic, exact counts, the estimators) is this framing over a
+text counter; :func:`read_counted` reads and counts a message in one read for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..messages import (
+    AI,
+    CHAT,
+    FUNCTION,
+    HUMAN,
+    NO_EXTRAS,
+    SYSTEM,
+    TOOL,
+    MessageRecord,
+    args_text,
+    read_message,
+    too_deep_among,
+)
+from .heuristic import _approximate_o200k
+
+__all__ = (
+    "MEDIA_TOKENS",
+    "TokenCounter",
+    "approximate_token_count",
+    "count_message",
+    "read_counted",
+)
+
+
+#: A per-message token counter.
+TokenCounter = Callable[[Any], int]
+
+#: Tokens billed per image, audio clip, video or file, whatever its byte length: what a
+#: 1024x1024 image costs at OpenAI's high detail (85 + 4 tiles x 170).
+MEDIA_TOKENS = 765
+#: ``<|im_start|>``, the separator after the role, and ``<|im_end|>``.
+_FRAME_TOKENS = 3
+#: A known role name ("user", "assistant", "system", "tool", "function") is one token.
+_KNOWN_ROLES = frozenset({HUMAN, AI, SYSTEM, TOOL, FUNCTION})
+#: Separator between a message's ``name`` and its role.
+_NAME_TOKENS = 1
+#: Framing of one tool call around its name and JSON arguments.
+_TOOL_CALL_TOKENS = 3
+
+
+def count_message(message: Any, text_tokens: Callable[[str], int], index: int = 0) -> int:
+    """Tokens one message costs when a chat API frames it, counting text with ``text_tokens``.
+
+    Billed: the frame and role, ``name``, the text of every text block, each tool
+    call's name and JSON arguments, ``tool_call_id`` and ``tool_result`` ids, and
+    :data:`MEDIA_TOKENS` per image, audio clip, video or file.
+    """
+    record = read_message(message, index)
+    try:
+        return _count_record(record, text_tokens)
+    except RecursionError:  # arguments or a value too deep for their JSON
+        error = too_deep_among([message], index)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _count_record(record: MessageRecord, text_tokens: Callable[[str], int]) -> int:
+    """:func:`count_message` of a message already read."""
+    role, _, _, answers, text, extras = record
+    total = _FRAME_TOKENS + 1 if role in _KNOWN_ROLES else _FRAME_TOKENS + text_tokens(role)
+    if text is not None:
+        total += text_tokens(text)
+    if answers and role == TOOL and extras[7] is CHAT:  # a chat tool message's tool_call_id
+        total += text_tokens(answers[0])
+    if extras is NO_EXTRAS:
+        return total
+    name, texts, calls, call_id, result_ids, media, _, _ = extras
+    for text in texts:
+        total += text_tokens(text)
+    if name is not None:
+        total += _NAME_TOKENS + text_tokens(name)
+    for call_name, args in calls:
+        total += _TOOL_CALL_TOKENS + text_tokens(call_name) + text_tokens(args_text(args))
+    if call_id is not None:
+        total += text_tokens(call_id)
+    for ident in result_ids:
+        total += text_tokens(ident)
+    return total + media * MEDIA_TOKENS
+
+
+def read_counted(
+    message: Any, counter: TokenCounter, index: int = 0
+) -> tuple[MessageRecord, int] | None:
+    """The record and count of ``message`` in one read, or ``None``.
+
+    For a built-in counter (the heuristic, exact counts), whose count follows from the
+    record: the result equals ``(read_message(message), counter(message))``. ``None``
+    for any other counter: read and count the message apart.
+    """
+    text_tokens = _text_counter(counter)
+    if text_tokens is None:
+        return None
+    record = read_message(message, index)
+    try:
+        return record, _count_record(record, text_tokens)
+    except RecursionError:
+        error = too_deep_among([message], index)
+        if error is None:
+            raise
+        raise error from None
+
+
+def approximate_token_count(message: Any) -> int:
+    """Estimate the ``o200k_base`` tokens of one message without a tokenizer (same framing)."""
+    return count_message(message, _approximate_o200k)
+
+
+class _TextCounter:
+    """A built-in message counter: the framing of :func:`count_message` over a text counter."""
+
+    name = ""
+
+    def text_tokens(self, text: str) -> int:
+        raise NotImplementedError
+
+    def __call__(self, message: Any) -> int:
+        return count_message(message, self.text_tokens)
+
+
+def _text_counter(counter: TokenCounter) -> Callable[[str], int] | None:
+    """The text counter of a built-in message counter, whose counts follow from parts."""
+    if counter is approximate_token_count:
+        return _approximate_o200k
+    if isinstance(counter, _TextCounter):
+        return counter.text_tokens
+    return None
