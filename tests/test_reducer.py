@@ -412,7 +412,7 @@ def test_dedupe_delivers_each_id_once_but_never_filters_pruned() -> None:
     assert got == history[1:5]
 
 
-def test_messages_without_ids_are_keyed_by_content_within_their_namespace() -> None:
+def test_messages_without_ids_are_keyed_by_their_place_within_their_namespace() -> None:
     got: list[tuple[Any, Any]] = []
     reducer = MessageReducer(
         config=ReducerConfig(
@@ -425,10 +425,19 @@ def test_messages_without_ids_are_keyed_by_content_within_their_namespace() -> N
     assert [m["content"] for _, m in got] == ["1", "2", "3", "4"]
     reducer.reduce(existing=history, namespace="b")  # another namespace: delivered
     edited = [history[0], {"role": "user", "content": "1!"}, *history[2:]]
-    reducer.reduce(existing=edited, namespace="a")  # new content: delivered
+    # New content: delivered, and so is what follows it (another place in another
+    # conversation: nothing with an id ties it to the first).
+    reducer.reduce(existing=edited, namespace="a")
     assert [(ns, m["content"]) for ns, m in got[4:]] == [
-        ("b", "1"), ("b", "2"), ("b", "3"), ("b", "4"), ("a", "1!")
+        ("b", "1"), ("b", "2"), ("b", "3"), ("b", "4"),
+        ("a", "1!"), ("a", "2"), ("a", "3"), ("a", "4"),
     ]
+    with_ids = [{**m, "id": f"m{i}"} if i == 2 else m for i, m in enumerate(history)]
+    reducer.reduce(existing=with_ids, namespace="c")
+    got.clear()
+    changed = [with_ids[0], {"role": "user", "content": "1?"}, *with_ids[2:]]
+    reducer.reduce(existing=changed, namespace="c")  # behind an id, a change stays local
+    assert [m["content"] for _, m in got] == ["1?"]
 
 
 def test_one_reducer_serves_threads_whose_ids_collide() -> None:

@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from .config import RememberFn
@@ -23,6 +23,7 @@ __all__ = (
     "NOT_DELIVERED",
     "Background",
     "DeliveryLedger",
+    "context_keys",
     "delivery_key",
     "is_async_callable",
 )
@@ -84,6 +85,61 @@ def delivery_key(message: object, namespace: object = None) -> Hashable:
     return (namespace_key(namespace), type(ident).__qualname__, repr(ident))
 
 
+def _id_seed(ident: object) -> bytes:
+    """What an id contributes to a context key: its type and value (``1`` and ``"1"`` apart)."""
+    kind = "id" if isinstance(ident, str) else type(ident).__qualname__
+    text = ident if isinstance(ident, str) else repr(ident)
+    return f"{kind}\x00{text}".encode("utf-8", "surrogatepass")
+
+
+def context_keys(
+    conversation: Sequence[Any], positions: Sequence[int], namespace: object = None
+) -> list[Hashable]:
+    """The ledger's keys of ``conversation[p]`` for each of ``positions`` (ascending).
+
+    A message with an id is keyed as by :func:`delivery_key`. One without is keyed by
+    its place: a digest of its content and of each message before it back to the
+    nearest message with an id (that id, then every content in order), so a second
+    ``"yes"`` later in a conversation is another message, and the same conversation
+    reduced again gives the same keys. ``None`` entries (messages the reducer made) are
+    passed over.
+    """
+    frozen = namespace_key(namespace)
+    keys: list[Hashable] = []
+    chain: Any = None  # the running digest at ``at``; None until the first id-less one
+    at = 0
+    for p in positions:
+        message = conversation[p]
+        ident = raw_message_id(message)
+        if ident is not None:
+            keys.append(delivery_key(message, namespace))
+            continue
+        # Back to the nearest id, or to where the running digest stands.
+        start = p
+        while start > at and (
+            conversation[start - 1] is None or raw_message_id(conversation[start - 1]) is None
+        ):
+            start -= 1
+        if chain is None or start > at:
+            anchor = conversation[start - 1] if start > 0 else None
+            chain = hashlib.sha256(
+                b"start" if anchor is None else _id_seed(raw_message_id(anchor))
+            )
+            at = start
+        while at <= p:
+            step = conversation[at]
+            at += 1
+            if step is None:
+                continue
+            step_id = raw_message_id(step)
+            if step_id is not None:
+                chain = hashlib.sha256(_id_seed(step_id))
+            else:
+                chain.update(_digest(step).encode("ascii"))
+        keys.append((frozen, "ctx", chain.hexdigest()))
+    return keys
+
+
 class DeliveryLedger:
     """Remembers the last ``window`` delivered ``(namespace, message id)`` keys; thread-safe.
 
@@ -98,12 +154,23 @@ class DeliveryLedger:
         self._keys: OrderedDict[Hashable, None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def claim(self, messages: Iterable[Any], namespace: Any = None) -> list[Any]:
-        """Return the messages of ``namespace`` not claimed before (repeats once)."""
+    def claim(
+        self,
+        messages: Iterable[Any],
+        namespace: Any = None,
+        *,
+        keys: Sequence[Hashable] | None = None,
+    ) -> list[Any]:
+        """Return the messages of ``namespace`` not claimed before (repeats once).
+
+        ``keys``, one per message, replaces :func:`delivery_key` (the reducer passes
+        :func:`context_keys`, which tell repeated id-less messages apart)."""
         fresh: list[Any] = []
-        keys = [(m, delivery_key(m, namespace)) for m in messages]
+        batch = list(messages)
+        if keys is None:
+            keys = [delivery_key(m, namespace) for m in batch]
         with self._lock:
-            for message, key in keys:
+            for message, key in zip(batch, keys, strict=True):
                 if key in self._keys:
                     continue
                 self._keys[key] = None
@@ -112,9 +179,16 @@ class DeliveryLedger:
                 self._keys.popitem(last=False)
         return fresh
 
-    def release(self, messages: Iterable[Any], namespace: Any = None) -> None:
+    def release(
+        self,
+        messages: Iterable[Any],
+        namespace: Any = None,
+        *,
+        keys: Sequence[Hashable] | None = None,
+    ) -> None:
         """Forget ``messages`` of ``namespace``, so a later ``claim`` hands them out again."""
-        keys = [delivery_key(m, namespace) for m in messages]
+        if keys is None:
+            keys = [delivery_key(m, namespace) for m in messages]
         with self._lock:
             for key in keys:
                 self._keys.pop(key, None)

@@ -9,7 +9,7 @@ import operator
 import threading
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import replace
 from itertools import compress, repeat
 from typing import Any, Generic, NamedTuple, NoReturn, TypeVar, cast, overload
@@ -31,13 +31,21 @@ from .errors import (
     OutboxError,
     UnstorableError,
 )
-from .hooks import NOT_DELIVERED, DeliveryLedger, is_async_callable, namespace_key
+from .hooks import (
+    NOT_DELIVERED,
+    DeliveryLedger,
+    context_keys,
+    delivery_key,
+    is_async_callable,
+    namespace_key,
+)
 from .messages import (
     AI,
     MessageView,
     is_injected,
     is_merge_update,
     message_id,
+    raw_message_id,
     read_messages,
     reply_text,
     reported_input_tokens,
@@ -881,18 +889,26 @@ class MessageReducer:
         )
         return ReducerResult(messages, [], None, summary_failed=True)
 
-    def _claim(self, pruned: list[Any], namespace: Any) -> list[Any]:
+    def _claim(
+        self, pruned: list[Any], namespace: Any, places: _Places
+    ) -> tuple[list[Any], list[Hashable] | None]:
+        """What of ``pruned`` was never delivered, claimed, with its ledger keys."""
         # A summary (or its acknowledgement) this package injected is not conversation:
         # long-term memory never receives it.
         conversation = [m for m in pruned if not is_injected(m)]
         if self._ledger is None or not conversation:
-            return conversation
-        return self._ledger.claim(conversation, namespace)
+            return conversation, None
+        keys = places.keys(conversation, namespace)
+        fresh = self._ledger.claim(conversation, namespace, keys=keys)
+        if len(fresh) == len(conversation):
+            return fresh, keys
+        taken = {id(m) for m in fresh}
+        return fresh, [k for m, k in zip(conversation, keys, strict=True) if id(m) in taken]
 
-    def _release(self, deliver: list[Any], namespace: Any) -> None:
+    def _release(self, deliver: list[Any], namespace: Any, keys: list[Hashable] | None) -> None:
         # Not every hook took the batch: let a later reduce() hand it over again.
         if self._ledger is not None:
-            self._ledger.release(deliver, namespace)
+            self._ledger.release(deliver, namespace, keys=keys)
 
     # -- the one core: a generator of effects; reduce() and areduce() only drive it --
 
@@ -938,7 +954,9 @@ class MessageReducer:
             because = (*result.over_because, SUMMARY_BLOCK)
             result = _rebuilt(result, over_budget=True, over_because=because)
         if handed:
-            yield from self._hand_over(handed, namespace, _Places(existing, new, edits))
+            yield from self._hand_over(
+                handed, namespace, _Places(existing, new, edits, messages, added)
+            )
         return result
 
     def _summary(self, batch: list[Any]) -> Generator[_Effect, Any, str | None]:
@@ -1025,7 +1043,7 @@ class MessageReducer:
         """Hand what was not delivered before to every hook, in order. A hook that raised
         is logged and skipped; an :class:`OutboxError` propagates. Unless every hook took
         the batch, it is released from the ledger for a later reduce."""
-        deliver = self._claim(pruned, namespace)
+        deliver, keys = self._claim(pruned, namespace, places)
         if not deliver:
             return
         done = False
@@ -1047,7 +1065,7 @@ class MessageReducer:
         finally:
             # An OutboxError, Ctrl-C, a cancelled task, a hook that failed or dropped it.
             if not done:
-                self._release(deliver, namespace)
+                self._release(deliver, namespace, keys)
 
     def _result(
         self,
@@ -1204,10 +1222,21 @@ def _log_hook_error(i: int, exc: Exception, pruned: list[Any]) -> None:
 
 
 class _Places:
-    """Where a message handed to the hooks sits in ``existing + new`` (asked on errors)."""
+    """Where a message handed to the hooks sits in ``existing + new`` (asked on errors),
+    and in the conversation (its ledger key)."""
 
-    def __init__(self, existing: Any, new: Any, edits: tuple[ContextEdit, ...]) -> None:
+    def __init__(
+        self,
+        existing: Any,
+        new: Any,
+        edits: tuple[ContextEdit, ...],
+        messages: list[Any],
+        added: list[Any],
+    ) -> None:
         self._parts = existing, new, edits
+        #: The list the plan saw (edited copies, synthetic results), and the synthetic ones.
+        self._messages = messages
+        self._added = added
 
     def of(self, message: object) -> int | None:
         existing, new, edits = self._parts
@@ -1216,6 +1245,40 @@ class _Places:
                 return i
         # An edited original travels as a copy: the index of the message it was made of.
         return next((e.index for e in edits if e.original is message), None)
+
+    def keys(self, batch: list[Any], namespace: Any) -> list[Hashable]:
+        """The ledger keys of ``batch`` (in conversation order, edited originals after):
+        an id-less message is keyed by its place (:func:`~agentstate_reducer.hooks.
+        context_keys`) among the messages as they were before any edit, reducer-made
+        ones left out, so a key never changes with what editing or repair did."""
+        if all(raw_message_id(m) is not None for m in batch):
+            return [delivery_key(m, namespace) for m in batch]
+        messages = self._messages
+        positions: list[int | None] = []
+        j = 0
+        for m in batch:
+            k = j
+            if raw_message_id(m) is None:
+                # The same object may sit at two places: the next one after the last found.
+                while k < len(messages) and messages[k] is not m:
+                    k += 1
+            if k >= len(messages) or messages[k] is not m:
+                positions.append(None)
+                continue
+            positions.append(k)
+            j = k + 1
+        conversation: list[Any] = list(messages)
+        for edit in self._parts[2]:
+            conversation[edit.index] = edit._source
+        if self._added:
+            made = {id(m) for m in self._added}
+            conversation = [None if id(m) in made else m for m in conversation]
+        wanted = sorted({p for p in positions if p is not None})
+        found = dict(zip(wanted, context_keys(conversation, wanted, namespace), strict=True))
+        return [
+            delivery_key(m, namespace) if p is None else found[p]
+            for m, p in zip(batch, positions, strict=True)
+        ]
 
 
 def _raise_placed(error: UnstorableError, batch: list[Any], places: _Places | None) -> NoReturn:
