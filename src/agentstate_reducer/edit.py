@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from .errors import ConfigError
 from .messages import (
@@ -47,9 +47,6 @@ from .messages import (
 )
 from .tokens import approximate_text_tokens
 from .tokens.cache import LazyCounts
-
-if TYPE_CHECKING:
-    from .config import ReducerConfig
 
 __all__ = (
     "CLEARED",
@@ -172,6 +169,21 @@ class Offload:
 
 #: One option object per edit kind, as ``ReducerConfig(context_edits=...)`` holds them.
 EditOption = ClearToolResults | Offload
+
+
+class EditConfig(Protocol):
+    """What the edit step reads of a :class:`~agentstate_reducer.ReducerConfig`."""
+
+    @property
+    def context_edits(self) -> Sequence[EditOption]: ...
+    @property
+    def preserve_first(self) -> bool: ...
+    @property
+    def max_tokens(self) -> Any: ...
+    @property
+    def max_messages(self) -> int | None: ...
+    @property
+    def min_messages(self) -> int: ...
 
 
 def check_edits(value: object) -> tuple[EditOption, ...]:
@@ -475,7 +487,7 @@ class _Change(NamedTuple):
     handle: str
 
 
-def _fires(option: ClearToolResults, config: ReducerConfig, editor: _Editor) -> bool:
+def _fires(option: ClearToolResults, config: EditConfig, editor: _Editor) -> bool:
     n = len(editor.messages)
     if option.trigger_tokens is None and option.trigger_messages is None:
         if config.max_tokens is not None:
@@ -632,7 +644,7 @@ def edit_messages(
     messages: Sequence[Any],
     views: Sequence[MessageView],
     counts: Sequence[int] | None,
-    config: ReducerConfig,
+    config: EditConfig,
     count: Callable[[Any], int],
     text_tokens: Callable[[str], int] | None = None,
 ) -> EditOutcome:
@@ -679,7 +691,7 @@ class AppendRule:
     fire and no new message could be offloaded. ``False`` means only
     :func:`edit_messages` can tell. Built once per reducer (it runs on every append)."""
 
-    def __init__(self, config: ReducerConfig) -> None:
+    def __init__(self, config: EditConfig) -> None:
         clear = next((o for o in config.context_edits if isinstance(o, ClearToolResults)), None)
         offload = next((o for o in config.context_edits if isinstance(o, Offload)), None)
         # The reducer's own threshold as trigger: the plan's append rule checks it.
@@ -720,7 +732,7 @@ class AppendRule:
         return True
 
 
-def _count_mode_stop(views: Sequence[MessageView], config: ReducerConfig) -> int:
+def _count_mode_stop(views: Sequence[MessageView], config: EditConfig) -> int:
     """In count mode, the first index a prune may keep (0 when it will not prune).
 
     The window keeps the last ``min_messages`` and the current turn; what lies before

@@ -14,6 +14,7 @@ from dataclasses import replace
 from itertools import compress, repeat
 from typing import Any, Generic, NamedTuple, NoReturn, TypeVar, cast, overload
 
+from ._merge import PrunedIds, merge_messages, require
 from .config import (
     PinLike,
     ReducerConfig,
@@ -1191,9 +1192,9 @@ def _needs_add_messages(reducer: MessageReducer, left: list[Any], right: list[An
 
 
 def _add_messages_merge(reducer: MessageReducer) -> Callable[[list[Any], list[Any]], list[Any]]:
-    """LangGraph's merge then ``reducer``; removing an id it pruned is a no-op (lazy import)."""
+    """LangGraph's merge then ``reducer``; removing an id it pruned is a no-op."""
     try:
-        from .langgraph._graph import PrunedIds, merge_messages
+        require()
     except ImportError as exc:
         raise ImportError(
             "as_langgraph_reducer() merges tuples, strings and RemoveMessage updates with "

@@ -4,19 +4,18 @@ and the pieces shared by the pre-model hook and the agent middleware."""
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from langchain_core.messages import RemoveMessage, convert_to_messages
+from langchain_core.messages import RemoveMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.config import get_config
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from .._merge import PrunedIds, merge_messages
 from ..config import ReducerResult
-from ..errors import ConfigError, MessageFormatError
-from ..messages import as_update, message_id, read_message
+from ..errors import ConfigError
+from ..messages import message_id
 from ..reducer import MessageReducer, as_message_list
 from ._saver import memory_namespace, warn_over_budget
 
@@ -54,92 +53,6 @@ def run_namespace(reducer: MessageReducer) -> Any:
     except RuntimeError:
         return None
     return memory_namespace(reducer, config)
-
-
-def _as_update(value: Any) -> list[Any]:
-    # add_messages' coercion: a tuple such as ("user", "hi") is one message, not a list.
-    return [as_update(m) for m in value] if isinstance(value, list) else [as_update(value)]
-
-
-class PrunedIds:
-    """The ids a reducer pruned lately (the last ``size``), shared by the threads of a graph."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._ids: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def add(self, messages: list[Any]) -> None:
-        with self._lock:
-            for m in messages:
-                i = message_id(m)
-                if i is not None:
-                    self._ids[i] = None
-                    self._ids.move_to_end(i)
-            while len(self._ids) > self._size:
-                self._ids.popitem(last=False)
-
-    def __contains__(self, i: object) -> bool:
-        with self._lock:
-            return i in self._ids
-
-
-def _without_stale_removals(left: list[Any], right: list[Any], pruned: PrunedIds) -> list[Any]:
-    """Drop ``RemoveMessage`` updates for ids this reducer pruned, so they are not an error.
-
-    Pruning removes messages a node may still hold; removing one of those again is a
-    no-op. Any other unknown id reaches ``add_messages``, which raises ``ValueError``.
-    """
-    if not any(isinstance(m, RemoveMessage) for m in right):
-        return right
-    known = {message_id(m) for m in left}
-    known.update(message_id(m) for m in right if not isinstance(m, RemoveMessage))
-    return [
-        m
-        for m in right
-        if not isinstance(m, RemoveMessage) or m.id in known or m.id not in pruned
-    ]
-
-
-def merge_messages(
-    left: Any, right: Any, pruned: PrunedIds, format: str | None = None
-) -> list[Any]:
-    """``add_messages(left, right, format=format)``, minus removals of ids in ``pruned``.
-
-    Raises:
-        MessageFormatError: LangChain cannot make a message of an item; the error names
-            its index in ``left + right`` (and in its side), never its content.
-    """
-    before = _as_update(left)
-    existing = _converted(before, "left", 0)
-    # Converted first, so a dict {"type": "remove", "id": ...} is a RemoveMessage here too.
-    update = _without_stale_removals(
-        existing, _converted(_as_update(right), "right", len(before)), pruned
-    )
-    # The wrapper LangGraph puts around add_messages hides its format= option from mypy.
-    merge = cast(Callable[..., list[Any]], add_messages)
-    return merge(existing, update, format=format)
-
-
-def _converted(items: list[Any], side: str, offset: int) -> list[Any]:
-    """``convert_to_messages(items)``; an item it refuses raises naming its index."""
-    try:
-        return convert_to_messages(items)
-    except Exception as exc:
-        for i, item in enumerate(items):  # which one: converted again, one by one
-            try:
-                convert_to_messages([item])
-            except Exception as again:
-                read_message(item, offset + i)  # the reader names the field, if it can
-                # LangChain's text may quote the item: its type and the index only.
-                raise MessageFormatError(
-                    f"message at index {offset + i} ({side}[{i}]): LangChain cannot make a "
-                    f"message of this {type(item).__name__} ({type(again).__name__})"
-                ) from again
-        raise MessageFormatError(
-            f"the {side} messages: LangChain cannot make messages of them "
-            f"({type(exc).__name__})"
-        ) from exc
 
 
 def _check_format(format: object) -> None:

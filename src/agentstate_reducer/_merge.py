@@ -1,0 +1,127 @@
+"""LangGraph's ``add_messages`` merge, less removals of ids the reducer pruned.
+
+Shared by :meth:`MessageReducer.as_langgraph_reducer` (which merges an update only
+``add_messages`` understands) and the LangGraph integration (``reducing_add_messages``).
+It sits in the core so the core never imports an integration; LangChain and LangGraph
+are imported at the first merge (:func:`require` raises ``ImportError`` without them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import cache
+from types import SimpleNamespace
+from typing import Any, cast
+
+from .errors import MessageFormatError
+from .messages import as_update, message_id, read_message
+
+__all__ = ("PrunedIds", "merge_messages", "require")
+
+
+@cache
+def _framework() -> Any:
+    from langchain_core.messages import RemoveMessage, convert_to_messages
+    from langgraph.graph.message import add_messages
+
+    return SimpleNamespace(
+        RemoveMessage=RemoveMessage,
+        convert_to_messages=convert_to_messages,
+        add_messages=add_messages,
+    )
+
+
+def require() -> None:
+    """Import LangChain and LangGraph now: ``ImportError`` if the extra is missing."""
+    _framework()
+
+
+def _as_update(value: Any) -> list[Any]:
+    # add_messages' coercion: a tuple such as ("user", "hi") is one message, not a list.
+    return [as_update(m) for m in value] if isinstance(value, list) else [as_update(value)]
+
+
+class PrunedIds:
+    """The ids a reducer pruned lately (the last ``size``), shared by the threads of a graph."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, messages: list[Any]) -> None:
+        with self._lock:
+            for m in messages:
+                i = message_id(m)
+                if i is not None:
+                    self._ids[i] = None
+                    self._ids.move_to_end(i)
+            while len(self._ids) > self._size:
+                self._ids.popitem(last=False)
+
+    def __contains__(self, i: object) -> bool:
+        with self._lock:
+            return i in self._ids
+
+
+def _without_stale_removals(left: list[Any], right: list[Any], pruned: PrunedIds) -> list[Any]:
+    """Drop ``RemoveMessage`` updates for ids this reducer pruned, so they are not an error.
+
+    Pruning removes messages a node may still hold; removing one of those again is a
+    no-op. Any other unknown id reaches ``add_messages``, which raises ``ValueError``.
+    """
+    remove = _framework().RemoveMessage
+    if not any(isinstance(m, remove) for m in right):
+        return right
+    known = {message_id(m) for m in left}
+    known.update(message_id(m) for m in right if not isinstance(m, remove))
+    return [
+        m
+        for m in right
+        if not isinstance(m, remove) or m.id in known or m.id not in pruned
+    ]
+
+
+def merge_messages(
+    left: Any, right: Any, pruned: PrunedIds, format: str | None = None
+) -> list[Any]:
+    """``add_messages(left, right, format=format)``, minus removals of ids in ``pruned``.
+
+    Raises:
+        MessageFormatError: LangChain cannot make a message of an item; the error names
+            its index in ``left + right`` (and in its side), never its content.
+    """
+    before = _as_update(left)
+    existing = _converted(before, "left", 0)
+    # Converted first, so a dict {"type": "remove", "id": ...} is a RemoveMessage here too.
+    update = _without_stale_removals(
+        existing, _converted(_as_update(right), "right", len(before)), pruned
+    )
+    # The wrapper LangGraph puts around add_messages hides its format= option from mypy.
+    merge = cast(Callable[..., list[Any]], _framework().add_messages)
+    return merge(existing, update, format=format)
+
+
+def _converted(items: list[Any], side: str, offset: int) -> list[Any]:
+    """``convert_to_messages(items)``; an item it refuses raises naming its index."""
+    convert_to_messages = _framework().convert_to_messages
+    try:
+        converted: list[Any] = convert_to_messages(items)
+        return converted
+    except Exception as exc:
+        for i, item in enumerate(items):  # which one: converted again, one by one
+            try:
+                convert_to_messages([item])
+            except Exception as again:
+                read_message(item, offset + i)  # the reader names the field, if it can
+                # LangChain's text may quote the item: its type and the index only.
+                raise MessageFormatError(
+                    f"message at index {offset + i} ({side}[{i}]): LangChain cannot make a "
+                    f"message of this {type(item).__name__} ({type(again).__name__})"
+                ) from again
+        raise MessageFormatError(
+            f"the {side} messages: LangChain cannot make messages of them "
+            f"({type(exc).__name__})"
+        ) from exc
