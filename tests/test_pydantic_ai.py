@@ -237,6 +237,19 @@ def test_the_first_request_is_split_so_questions_never_pile_up() -> None:
     assert any(m.parts == [first.parts[1]] for m in got)  # the old question was handed over
 
 
+def test_with_nothing_to_prune_the_history_goes_on_unsplit() -> None:
+    # A processor or capability after this one must see what PydanticAI built (the peer's
+    # ReinjectSystemPrompt tests count messages from the first request on).
+    first = ModelRequest(parts=[SystemPromptPart("be brief"), UserPromptPart("question 0")])
+    history = [first, *turn(0)[1:]]
+    reducer = MessageReducer(config=agent_config(min_messages=20, max_messages=40))
+    for reduced in (
+        history_processor(reducer)(CTX, history),
+        asyncio.run(ahistory_processor(reducer)(CTX, history)),
+    ):
+        assert reduced == history and all(a is b for a, b in zip(reduced, history, strict=True))
+
+
 def test_async_processor_and_summary_in_pydantic_ai_shape() -> None:
     async def summarize(pruned: list[Any]) -> str:
         return f"{len(pruned)} messages"

@@ -17,6 +17,7 @@ thinking and text, and the requests holding their returns.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -86,6 +87,21 @@ def _in_shape(result: ReducerResult) -> list[ModelMessage]:
     return [m if isinstance(m, _MESSAGES) else match_shape([m], _SAMPLE)[0] for m in surviving]
 
 
+def _outcome(
+    messages: list[ModelMessage], split: list[ModelMessage], result: ReducerResult
+) -> list[ModelMessage]:
+    """What the history becomes: ``messages`` themselves when the reduce changed nothing.
+
+    :func:`_split_first` only matters once something is pruned; with nothing pruned or
+    edited the history goes on as PydanticAI built it, first request unsplit, so a
+    processor or capability after this one sees the same messages.
+    """
+    surviving = result.surviving
+    if len(surviving) == len(split) and all(map(operator.is_, surviving, split)):
+        return messages
+    return _in_shape(result)
+
+
 def _split_first(messages: list[ModelMessage]) -> list[ModelMessage]:
     """Put the leading system prompts of the first request in a request of their own.
 
@@ -127,9 +143,10 @@ def history_processor(
 
     def reduce_history(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         where = _resolve(namespace, ctx)
-        result = reducer.reduce(_split_first(messages), namespace=where)
+        split = _split_first(messages)
+        result = reducer.reduce(split, namespace=where)
         warn_once_over_budget(reducer, result, where)
-        return _in_shape(result)
+        return _outcome(messages, split, result)
 
     return reduce_history
 
@@ -144,9 +161,10 @@ def ahistory_processor(
         ctx: RunContext[Any], messages: list[ModelMessage]
     ) -> list[ModelMessage]:
         where = _resolve(namespace, ctx)
-        result = await reducer.areduce(_split_first(messages), namespace=where)
+        split = _split_first(messages)
+        result = await reducer.areduce(split, namespace=where)
         warn_once_over_budget(reducer, result, where)
-        return _in_shape(result)
+        return _outcome(messages, split, result)
 
     return areduce_history
 
@@ -205,11 +223,12 @@ class ReducingCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         self._see(request_context)
-        messages = _split_first(list(request_context.messages))
+        messages = list(request_context.messages)
+        split = _split_first(messages)
         where = _resolve(self.namespace, ctx)
-        result = await self.reducer.areduce(messages, namespace=where)
+        result = await self.reducer.areduce(split, namespace=where)
         warn_once_over_budget(self.reducer, result, where)
-        reduced = _in_shape(result)
+        reduced = _outcome(messages, split, result)
         request_context.messages = reduced.copy()
         ctx.messages[:] = reduced
         return request_context
