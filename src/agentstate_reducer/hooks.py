@@ -14,6 +14,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from .config import RememberFn
@@ -204,6 +205,47 @@ class DeliveryLedger:
             return len(self._keys)
 
 
+class HandoffLedger:
+    """Edited originals by ``(namespace, handle)``: pending (handed to the hooks, not yet
+    stored) or stored. The reducer applies an edit only once its original is stored,
+    and hands over only originals it knows neither way; thread-safe, the oldest of
+    ``window`` forgotten first (an original forgotten is handed over once more)."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self._state: OrderedDict[Hashable, bool] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def claim(self, originals: Iterable[Any], namespace: Any) -> list[tuple[Any, Hashable]]:
+        """The originals neither pending nor stored, with their keys, now pending."""
+        fresh = []
+        with self._lock:
+            for message in originals:
+                key = delivery_key(message, namespace)
+                if key not in self._state:
+                    self._state[key] = False
+                    fresh.append((message, key))
+            while len(self._state) > self.window:
+                self._state.popitem(last=False)
+        return fresh
+
+    def stored(self, claimed: Iterable[tuple[Any, Hashable]]) -> None:
+        with self._lock:
+            for _, key in claimed:
+                if key in self._state:
+                    self._state[key] = True
+
+    def forget(self, claimed: Iterable[tuple[Any, Hashable]]) -> None:
+        with self._lock:
+            for _, key in claimed:
+                self._state.pop(key, None)
+
+    def is_stored(self, original: object, namespace: Any) -> bool:
+        key = delivery_key(original, namespace)
+        with self._lock:
+            return self._state.get(key, False)
+
+
 _STOP = object()
 
 
@@ -273,16 +315,19 @@ class Background:
         atexit.register(_close_at_exit, weakref.ref(self))
 
     def __call__(self, pruned: list[Any], namespace: Any = None) -> Any:
-        """Queue ``fn(copy_of_pruned, namespace)``; if the backlog is full, drop it and
-        return :data:`NOT_DELIVERED`."""
+        """Queue ``fn(copy_of_pruned, namespace)`` and return a
+        :class:`concurrent.futures.Future`, done once ``fn`` returned (or with its error);
+        the reducer applies an edit whose original travels in the batch only then. If the
+        backlog is full, drop the batch and return :data:`NOT_DELIVERED`."""
+        done: Future[None] = Future()
         with self._lock:
             if self._closed:
                 return self._drop(pruned, "Background is closed")
             try:
-                self._queue.put_nowait((list(pruned), namespace))
+                self._queue.put_nowait((list(pruned), namespace, done))
             except queue.Full:
                 return self._drop(pruned, f"backlog is full ({self._queue.maxsize} pending)")
-        return None
+        return done
 
     def _drop(self, pruned: list[Any], why: str) -> Any:
         self.dropped += 1
@@ -300,12 +345,14 @@ class Background:
                     return
                 with self._lock:
                     self._running += 1
-                pruned, namespace = item
+                pruned, namespace, done = item
                 try:
                     result = self.fn(pruned, namespace)
                     if inspect.isawaitable(result):
                         asyncio.run(_await(result))
+                    done.set_result(None)
                 except Exception as exc:
+                    done.set_exception(exc)
                     self.failed += 1
                     # The type only: an error's text may quote message content.
                     logger.error(
@@ -368,6 +415,7 @@ class Background:
                 break
             if item is not _STOP:
                 queued += 1
+                item[2].set_exception(RuntimeError("abandoned when Background closed"))
             self._queue.task_done()
         with self._lock:
             self.abandoned += queued + self._running

@@ -95,6 +95,8 @@ NEVER_PRUNED = "never-pruned role"
 CURRENT_TURN = "current turn"
 #: Why survivors are over ``max_tokens`` when the injected summary block put them there.
 SUMMARY_BLOCK = "summary block"
+#: Why survivors are over ``max_tokens`` when an edit waits for its original to be stored.
+UNSTORED_ORIGINAL = "original not stored yet"
 #: The former name of :data:`CURRENT_TURN` (the rule grew from one exchange to the turn).
 IN_PROGRESS = CURRENT_TURN
 PINNED = "pinned"

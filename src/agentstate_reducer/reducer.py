@@ -10,6 +10,7 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Generator, Hashable, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
 from itertools import compress, repeat
 from typing import Any, Generic, NamedTuple, NoReturn, TypeVar, cast, overload
@@ -35,6 +36,7 @@ from .errors import (
 from .hooks import (
     NOT_DELIVERED,
     DeliveryLedger,
+    HandoffLedger,
     context_keys,
     delivery_key,
     is_async_callable,
@@ -55,6 +57,7 @@ from .messages import (
 )
 from .plan import (
     SUMMARY_BLOCK,
+    UNSTORED_ORIGINAL,
     WINDOW,
     Plan,
     Settled,
@@ -312,6 +315,7 @@ class MessageReducer:
         #: ``list``: ``(existing, chain)`` that ``as_langgraph_reducer()`` just matched.
         self._checked = threading.local()
         self._ledger = DeliveryLedger(config.dedupe_window) if config.dedupe_on_prune else None
+        self._handoffs = HandoffLedger(config.dedupe_window)
         self._edits_append = AppendRule(config) if config.context_edits else None
         # reduce() runs on every state update: find async callables once, not per call.
         named = [(f"on_prune[{i}]", hook) for i, hook in enumerate(config.on_prune)]
@@ -955,9 +959,10 @@ class MessageReducer:
             because = (*result.over_because, SUMMARY_BLOCK)
             result = _rebuilt(result, over_budget=True, over_because=because)
         if handed:
-            yield from self._hand_over(
-                handed, namespace, _Places(existing, new, edits, messages, added)
-            )
+            places = _Places(existing, new, edits, messages, added)
+            yield from self._hand_over(handed, namespace, places, edits)
+        if edits and self.config.on_prune:
+            result = self._unstored(result, messages, edits, namespace)
         return result
 
     def _summary(self, batch: list[Any]) -> Generator[_Effect, Any, str | None]:
@@ -1039,34 +1044,118 @@ class MessageReducer:
         return cut, size(cut)
 
     def _hand_over(
-        self, pruned: list[Any], namespace: Any, places: _Places
+        self,
+        handed: list[Any],
+        namespace: Any,
+        places: _Places,
+        edits: tuple[ContextEdit, ...],
     ) -> Generator[_Effect, Any, None]:
-        """Hand what was not delivered before to every hook, in order. A hook that raised
-        is logged and skipped; an :class:`OutboxError` propagates. Unless every hook took
-        the batch, it is released from the ledger for a later reduce."""
+        """Hand what was not delivered before to every hook, in order: the pruned
+        messages the ledger has not seen, the edited originals not pending or stored. A
+        hook that raised is logged and skipped; an :class:`OutboxError` propagates.
+        Unless every hook took the batch, it is released for a later reduce; a hook that
+        returns a :class:`~concurrent.futures.Future` (``Background``) took it once that
+        is done."""
+        originals = {id(e.original) for e in edits}
+        pruned = [m for m in handed if id(m) not in originals]
         deliver, keys = self._claim(pruned, namespace, places)
-        if not deliver:
+        fresh = self._handoffs.claim([e.original for e in edits], namespace) if edits else []
+        batch = [*deliver, *(m for m, _ in fresh)]
+        if not batch:
             return
         done = False
+        receipts: list[Future[Any]] = []
         try:
             taken = True
             for i, hook in enumerate(self.config.on_prune):
                 try:
-                    got = yield _Hand(i, hook, deliver, namespace)
+                    got = yield _Hand(i, hook, batch, namespace)
                 except UnstorableError as exc:
-                    _raise_placed(exc, deliver, places)
+                    _raise_placed(exc, batch, places)
                 except (OutboxError, _Refused):
                     raise
                 except Exception as exc:
-                    _log_hook_error(i, exc, deliver)
+                    _log_hook_error(i, exc, batch)
                     taken = False
                 else:
                     taken = taken and got is not NOT_DELIVERED
+                    if isinstance(got, Future):
+                        receipts.append(got)
             done = taken
         finally:
             # An OutboxError, Ctrl-C, a cancelled task, a hook that failed or dropped it.
             if not done:
                 self._release(deliver, namespace, keys)
+                self._handoffs.forget(fresh)
+        if receipts:
+            self._when_done(receipts, deliver, keys, fresh, namespace)
+        else:
+            self._handoffs.stored(fresh)
+
+    def _when_done(
+        self,
+        receipts: list[Future[Any]],
+        deliver: list[Any],
+        keys: list[Hashable] | None,
+        fresh: list[tuple[Any, Hashable]],
+        namespace: Any,
+    ) -> None:
+        """Once every receipt is done: the originals are stored, or (one failed) the
+        batch is released and its originals forgotten, for a later reduce."""
+        left = [len(receipts), 0]  # receipts not done, failures
+        lock = threading.Lock()
+
+        def settle(receipt: Future[Any]) -> None:
+            failed = receipt.cancelled() or receipt.exception() is not None
+            with lock:
+                left[0] -= 1
+                left[1] += failed
+                first_failure = failed and left[1] == 1
+                all_stored = left[0] == 0 and left[1] == 0
+            if first_failure:
+                self._release(deliver, namespace, keys)
+                self._handoffs.forget(fresh)
+            elif all_stored:
+                self._handoffs.stored(fresh)
+
+        for receipt in receipts:
+            receipt.add_done_callback(settle)
+
+    def _unstored(
+        self,
+        result: ReducerResult,
+        messages: list[Any],
+        edits: tuple[ContextEdit, ...],
+        namespace: Any,
+    ) -> ReducerResult:
+        """``result`` with each surviving message whose edited original is not stored
+        yet as it was before the edit: an edit never outlives its original. A later
+        reduce edits it again, and hands the original over if it was not."""
+        back: dict[int, Any] = {}
+        for edit in edits:
+            if not self._handoffs.is_stored(edit.original, namespace):
+                back[id(messages[edit.index])] = edit._source
+        if not back:
+            return result
+        surviving = [back.get(id(m), m) for m in result.surviving]
+        restored = [(m, e) for m, e in zip(result.surviving, surviving, strict=True) if m is not e]
+        if not restored:
+            return result  # the edited copies were pruned: they leave the state anyway
+        put_back = {id(m) for m, _ in restored}
+        kept = tuple(e for e in result.edited if id(messages[e.index]) not in put_back)
+        changes: dict[str, Any] = {"surviving": surviving, "edited": kept}
+        if result.tokens_after is not None:
+            grown = sum(self._count_one(old) - self._count_one(new) for new, old in restored)
+            tokens = result.tokens_after + grown
+            budget = self._budget(namespace)
+            changes["tokens_after"] = tokens
+            if tokens > budget.max_tokens and not result.over_budget:
+                changes["over_budget"] = True
+                changes["over_because"] = (*result.over_because, UNSTORED_ORIGINAL)
+            target = budget.effective_target_tokens
+            changes["over_target"] = result.over_target or (target is not None and tokens > target)
+        self._remember(surviving, None, None)
+        return _rebuilt(result, **changes)
 
     def _result(
         self,
