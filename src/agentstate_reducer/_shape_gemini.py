@@ -22,6 +22,7 @@ from typing import Any
 
 from ._field import FieldError, as_id
 from ._field import kind as kind_of
+from .errors import ConfigError
 
 __all__ = (
     "CALL",
@@ -342,7 +343,7 @@ def request_system(document: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | 
     if isinstance(instruction, str):
         instruction = {"parts": [{"text": instruction}]}
     if not isinstance(instruction, dict) or not isinstance(instruction.get("parts"), list):
-        raise ValueError(f'"{key}" must be a content with "parts", got {instruction!r:.60}')
+        raise ConfigError(f'"{key}" must be a content with "parts", got {instruction!r:.60}')
     return key, {**instruction, "role": "system"}
 
 

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from ._field import FieldError, as_id
 from ._field import kind as kind_of
+from .errors import ConfigError
 
 __all__ = (
     "Billed",
@@ -354,7 +355,7 @@ def with_values(
                 value = items
             parts[path[1]] = dataclasses.replace(part, **{name: value})
         else:
-            raise ValueError(f"no editable part of a PydanticAI message at {path!r}")
+            raise ConfigError(f"no editable part of a PydanticAI message at {path!r}")
     changes: dict[str, Any] = {"parts": parts}
     if note is not None:
         metadata = getattr(message, "metadata", None)

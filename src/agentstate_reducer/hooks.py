@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from .config import RememberFn
+from .errors import ConfigError, ConfigTypeError
 from .messages import message_state, raw_message_id
 
 __all__ = (
@@ -280,17 +281,19 @@ class Background:
         exit_timeout: float = 10.0,
     ) -> None:
         if not callable(fn):
-            raise TypeError(f"Background needs a callable hook, got {fn!r}")
+            raise ConfigTypeError(f"Background needs a callable hook, got {fn!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+            raise ConfigError(f"workers must be an int >= 1, got {workers!r}")
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise ValueError(f"max_pending must be an int >= 1, got {max_pending!r}")
+            raise ConfigError(f"max_pending must be an int >= 1, got {max_pending!r}")
         if (
             isinstance(exit_timeout, bool)
             or not isinstance(exit_timeout, (int, float))
             or not exit_timeout >= 0
         ):
-            raise ValueError(f"exit_timeout must be a number of seconds >= 0, got {exit_timeout!r}")
+            raise ConfigError(
+                f"exit_timeout must be a number of seconds >= 0, got {exit_timeout!r}"
+            )
         self.fn = fn
         #: Seconds the exit hook waits for pending work before abandoning it.
         self.exit_timeout = float(exit_timeout)

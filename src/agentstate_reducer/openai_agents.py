@@ -31,6 +31,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from ._locks import LoopSafeLock
 from .config import ReducerResult
+from .errors import ConfigTypeError
 from .messages import INJECTED_KEY
 from .reducer import MessageReducer, warn_once_over_budget
 
@@ -42,7 +43,7 @@ MEMORIES = "memories"
 
 def _check(reducer: object) -> MessageReducer:
     if not isinstance(reducer, MessageReducer):
-        raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
     return reducer
 
 
@@ -219,7 +220,7 @@ class ReducingSession:
     def __init__(self, session: Any, reducer: MessageReducer, *, namespace: Any = None) -> None:
         for method in _HISTORY_METHODS:
             if not callable(getattr(session, method, None)):
-                raise TypeError(
+                raise ConfigTypeError(
                     f"session must follow the Agents SDK Session protocol (no {method}()), "
                     f"got {session!r}"
                 )
@@ -298,6 +299,10 @@ class ReducingSession:
 
     async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
         """Add ``items``, then prune the stored history down to the reducer's window."""
+        if not isinstance(items, (list, tuple)):
+            raise ConfigTypeError(
+                f"add_items(items): items must be a list of items, got a {type(items).__name__}"
+            )
         new = list(items)
         scope = self._scope(wrapper)
         where = self.namespace(wrapper) if callable(self.namespace) else self.namespace
@@ -324,7 +329,7 @@ class ReducingSession:
     async def __aenter__(self) -> ReducingSession:
         enter = getattr(type(self.session), "__aenter__", None)
         if enter is None:
-            raise TypeError(f"{self.session!r} does not support 'async with'")
+            raise ConfigTypeError(f"{self.session!r} does not support 'async with'")
         await enter(self.session)
         return self
 

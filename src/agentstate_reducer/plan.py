@@ -41,6 +41,7 @@ from operator import and_, attrgetter, not_
 from typing import Any, Protocol, cast
 
 from .config import ReducerConfig
+from .errors import ConfigError
 from .messages import (
     AI,
     GROUP_BOUNDARY,
@@ -767,7 +768,7 @@ def make_plan(
     token_mode = config.max_tokens is not None
     if token_mode:
         if counts is None or len(counts) != n:
-            raise ValueError("token mode needs one token count per message")
+            raise ConfigError("token mode needs one token count per message")
         assert config.max_tokens is not None
         total = _total(counts, config.max_tokens)
         triggered = total is None or total > config.max_tokens

@@ -39,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 from .config import ReducerResult
+from .errors import ConfigTypeError
 from .messages import match_shape, request_instructions
 from .reducer import MessageReducer, warn_once_over_budget
 
@@ -69,7 +70,7 @@ def _resolve(namespace: NamespaceLike, ctx: RunContext[Any]) -> Any:
 
 def _check(reducer: object) -> MessageReducer:
     if not isinstance(reducer, MessageReducer):
-        raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
     return reducer
 
 
@@ -110,6 +111,10 @@ def _split_first(messages: list[ModelMessage]) -> list[ModelMessage]:
     reducer keeps, and the first request would gather every later question. Apart, the
     system prompts stay (a system message is never pruned) and the questions go.
     """
+    if messages is not None and not isinstance(messages, (list, tuple)):
+        raise ConfigTypeError(
+            f"messages must be a list of PydanticAI messages, got a {type(messages).__name__}"
+        )
     first = messages[0] if messages else None
     if not isinstance(first, ModelRequest):
         return messages

@@ -26,13 +26,7 @@ from .config import (
     TokenCounterLike,
 )
 from .edit import AppendRule, ContextEdit, EditOption, edit_messages
-from .errors import (
-    ConfigError,
-    ConfigTypeError,
-    MessageFormatError,
-    OutboxError,
-    UnstorableError,
-)
+from .errors import ConfigError, ConfigTypeError, MessageFormatError, OutboxError, UnstorableError
 from .hooks import (
     NOT_DELIVERED,
     DeliveryLedger,
@@ -112,6 +106,19 @@ def as_message_list(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     return [value]
+
+
+def _message_list(value: Any, name: str) -> list[Any]:
+    """``value`` as a list of messages, or the error naming ``name``'s argument."""
+    if type(value) is list:
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    # The type only: a message's repr quotes its content.
+    raise ConfigTypeError(
+        f"{name}(messages): messages must be a list of messages, got a "
+        f"{type(value).__name__}; a single message goes in a list"
+    )
 
 
 def hard_message_limit(max_messages: int) -> int:
@@ -288,7 +295,7 @@ class MessageReducer:
         if config is None:
             config = ReducerConfig(min_messages=min_messages, max_messages=max_messages)
         elif not isinstance(config, ReducerConfig):
-            raise TypeError(f"config must be a ReducerConfig, got {config!r}")
+            raise ConfigTypeError(f"config must be a ReducerConfig, got {config!r}")
         self.config = config
         # Token mode resolves its counter now, so a missing extra for "tiktoken" fails
         # here; count mode resolves one only if count_tokens() is called.
@@ -344,6 +351,7 @@ class MessageReducer:
         ``namespace`` (see :meth:`calibrate`); usage reported on the latest ai message is
         learned first.
         """
+        messages = _message_list(messages, "plan")
         return self._plan(
             messages, self.config, [], reserve=self._reserve(), namespace=namespace
         )[0]
@@ -513,7 +521,7 @@ class MessageReducer:
         TokenCountCache`): a message seen before and not edited since is not counted
         again, and the counter runs at most once per message per call.
         """
-        return self._cache().counts(messages)
+        return self._cache().counts(_message_list(messages, "count_tokens"))
 
     def _cache(self) -> TokenCountCache:
         cache = self._token_counts

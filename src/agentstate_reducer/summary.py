@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, cast
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigTypeError
 from .messages import (
     AI,
     HUMAN,
@@ -225,7 +225,7 @@ class Summarizer:
         previous = [m for m in pruned if is_summary(m)]
         new = [m for m in pruned if injected_kind(m) is None]
         if not new:
-            raise ValueError("nothing to summarise: the pruned messages are all summaries")
+            raise ConfigError("nothing to summarise: the pruned messages are all summaries")
         sections = []
         if previous:
             text = "\n\n".join("\n".join(message_parts(m).texts) for m in previous)
@@ -243,7 +243,7 @@ class Summarizer:
     def _checked(self, reply: object) -> tuple[str, int]:
         text = (reply_text(reply) or "").strip()
         if not text:
-            raise ValueError(f"the summary model returned no text ({reply!r:.80})")
+            raise ConfigError(f"the summary model returned no text ({reply!r:.80})")
         return text, self._count_tokens(text)
 
     def _cut(self, text: str, tokens: int) -> str:
@@ -273,7 +273,7 @@ class Summarizer:
             close = getattr(reply, "close", None)
             if close is not None:
                 close()
-            raise TypeError(
+            raise ConfigTypeError(
                 f"the summary model {self.model!r} is async; call 'await reducer.areduce(...)'"
             )
         return reply

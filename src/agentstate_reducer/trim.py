@@ -204,7 +204,7 @@ class _TypeMatch:
     def __init__(self, name: str, spec: MessageTypeSpec) -> None:
         items: Iterable[Any] = (spec,) if isinstance(spec, (str, type)) else spec
         if not isinstance(items, Iterable):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"{name} must be a role name, a message class or a sequence of them, got {spec!r}"
             )
         roles: set[str] = set()
@@ -215,7 +215,7 @@ class _TypeMatch:
             elif isinstance(item, type):
                 classes.append(item)
             else:
-                raise TypeError(
+                raise ConfigTypeError(
                     f"{name} must be a role name, a message class or a sequence of them, "
                     f"got {item!r} in {spec!r}"
                 )
@@ -249,7 +249,7 @@ def _splitter(text_splitter: Any) -> Callable[[str], list[str]]:
         return split_text  # type: ignore[no-any-return]
     if callable(text_splitter):
         return text_splitter  # type: ignore[no-any-return]
-    raise TypeError(
+    raise ConfigTypeError(
         f"text_splitter must be a callable str -> list[str] or an object with split_text(), "
         f"got {text_splitter!r}"
     )
@@ -572,8 +572,9 @@ def trim_selection(
         messages = to_messages()
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
         raise ConfigTypeError(
-            f"messages must be a sequence of messages, got {messages!r:.80}; a single "
-            "message goes in a list"
+            # The type only: a message's repr quotes its content.
+            f"messages must be a sequence of messages, got a {type(messages).__name__}; a "
+            "single message goes in a list"
         )
     items: list[Any] = list(messages)
     try:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ReducerError
+from .errors import ConfigError, ReducerError
 from .messages import (
     AI,
     BLANK_PART,
@@ -970,7 +970,7 @@ def validate_history(messages: Any, *, provider: str = "openai") -> list[Problem
     """
     if provider not in PROVIDERS:
         names = ", ".join(repr(p) for p in PROVIDERS)
-        raise ValueError(f"provider must be one of {names}, got {provider!r}")
+        raise ConfigError(f"provider must be one of {names}, got {provider!r}")
     if provider == "gemini":
         return _GeminiChecker(as_message_list(messages)).run()
     if provider == "bedrock":

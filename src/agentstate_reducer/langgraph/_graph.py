@@ -14,7 +14,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .._merge import PrunedIds, merge_messages
 from ..config import ReducerResult
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigTypeError
 from ..messages import message_id
 from ..reducer import MessageReducer, as_message_list
 from ._saver import memory_namespace, warn_over_budget
@@ -92,7 +92,7 @@ def reducing_add_messages(
         ...     messages: Annotated[list, reducing_add_messages(MessageReducer(10, 20))]
     """
     if not isinstance(reducer, MessageReducer):
-        raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
     _check_format(format)
     pruned = PrunedIds(reducer.config.dedupe_window)
 
@@ -111,7 +111,7 @@ def reducing_add_messages(
 
     def merge(left: Any = None, right: Any = None, **options: Any) -> Any:
         if options.keys() - {"format"}:
-            raise TypeError(f"unexpected options {sorted(options.keys() - {'format'})!r}; "
+            raise ConfigTypeError(f"unexpected options {sorted(options.keys() - {'format'})!r}; "
                             "expected only format=")
         if "format" in options:
             _check_format(options["format"])
@@ -120,7 +120,7 @@ def reducing_add_messages(
         if left is None and right is None:
             return functools.partial(merge_and_reduce, **options)
         # add_messages' own words, so code matching them keeps working.
-        raise ValueError(
+        raise ConfigError(
             "Must specify non-null arguments for both 'left' and 'right'. Only "
             f"received: '{'left' if left is not None else 'right'}'."
         )
@@ -168,7 +168,7 @@ def reducing_pre_model_hook(
     ``reduce()`` under ``invoke`` and ``areduce()`` under ``ainvoke``.
     """
     if not isinstance(reducer, MessageReducer):
-        raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
 
     def hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         existing = _messages_in(state, messages_key)

@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 from langgraph.runtime import Runtime
 
+from ..errors import ConfigTypeError
 from ..reducer import MessageReducer
 from ._graph import removal_update, run_namespace, warn_in_run
 
@@ -47,7 +48,7 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(self, reducer: MessageReducer, *, tools: Sequence[Any] = ()) -> None:
         if not isinstance(reducer, MessageReducer):
-            raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+            raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
         super().__init__()
         #: The reducer run before each model call.
         self.reducer = reducer

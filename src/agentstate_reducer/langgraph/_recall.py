@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
+from ..errors import ConfigError, ConfigTypeError
 from ..reducer import MessageReducer
 from ._graph import run_namespace
 from ._store import OriginalSource, afetch_original, fetch_original, original_sources
@@ -60,11 +61,11 @@ def recall_tool(
     """
     sources = original_sources(store)
     if reducer is not None and not isinstance(reducer, MessageReducer):
-        raise TypeError(f"reducer must be a MessageReducer or None, got {reducer!r}")
+        raise ConfigTypeError(f"reducer must be a MessageReducer or None, got {reducer!r}")
     if isinstance(page_chars, bool) or not isinstance(page_chars, int) or page_chars < 1:
-        raise ValueError(f"page_chars must be an int >= 1, got {page_chars!r}")
+        raise ConfigError(f"page_chars must be an int >= 1, got {page_chars!r}")
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
+        raise ConfigError(f"name must be a non-empty string, got {name!r}")
 
     def where() -> Any:
         if namespace is not None or reducer is None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, PutOp
 
+from ..errors import ConfigError, ConfigTypeError
 from ..messages import message_id, message_parts, package_note
 from ..outbox.base import Outbox
 
@@ -26,7 +27,7 @@ def _as_namespace(value: object, name: str) -> tuple[str, ...]:
         and all(isinstance(label, str) and label for label in value)
     ):
         return tuple(value)
-    raise ValueError(
+    raise ConfigError(
         f"{name} must be a non-empty string or a non-empty tuple of non-empty strings, "
         f"got {value!r}"
     )
@@ -74,7 +75,7 @@ class StoreHook:
         index: Literal[False] | list[str] | None,
     ) -> None:
         if not isinstance(store, BaseStore):
-            raise TypeError(f"store must be a LangGraph BaseStore, got {store!r}")
+            raise ConfigTypeError(f"store must be a LangGraph BaseStore, got {store!r}")
         #: The store written to.
         self.store = store
         #: Namespace used when the reducer was given none.
@@ -177,7 +178,7 @@ def original_sources(value: object) -> list[OriginalSource]:
         if not bad:
             return list(value)
         value = bad[0]
-    raise TypeError(
+    raise ConfigTypeError(
         "store must be a LangGraph BaseStore, a store_hook, an Outbox or a non-empty list "
         f"of them, got {value!r}"
     )
@@ -205,7 +206,7 @@ def _original_text(value: Any) -> str | None:
 
 def _check_handle(handle: object) -> str:
     if not isinstance(handle, str) or not handle:
-        raise TypeError(f"handle must be a non-empty string, got {handle!r}")
+        raise ConfigTypeError(f"handle must be a non-empty string, got {handle!r}")
     return handle
 
 
