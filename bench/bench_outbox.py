@@ -5,7 +5,9 @@ AGENTSTATE_TEST_POSTGRES_URL / AGENTSTATE_TEST_REDIS_URL or the local defaults a
 
 * an agent loop of 2,000 turns, each reduce() pruning a few messages, timed with a
   plain in-memory hook and with OutboxHook (one durable commit per pruning reduce);
-* each enqueue of that loop timed alone: its median and 99th percentile;
+* each enqueue of that loop timed alone: its median and 99th percentile; for PostgreSQL
+  also interleaved, call by call, with its floor: one bare autocommit INSERT of the same
+  20 rows into a one-index table (the commit's fsync, which no client code removes);
 * a Relay draining 10,000 jobs in batches of 100 into a no-op sink.
 
     python bench/bench_outbox.py
@@ -109,6 +111,42 @@ class Timed:
         return statistics.median(self.seconds) * 1000, cuts[98] * 1000
 
 
+def postgres_floor(outbox: Outbox, calls: int = 600) -> str:
+    """Enqueue latency against one bare INSERT commit of the same rows, interleaved."""
+    import psycopg
+
+    table = f"outbox_floor_{uuid.uuid4().hex[:8]}"
+    enqueue: list[float] = []
+    floor: list[float] = []
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (k text PRIMARY KEY, p text)")
+        insert = f"INSERT INTO {table} SELECT * FROM unnest(%s::text[], %s::text[])"
+        try:
+            for i in range(calls):
+                batch = [{"role": "user", "content": "x" * 200, "id": f"f{i}.{j}"}
+                         for j in range(20)]
+                t0 = time.perf_counter()
+                outbox.enqueue(batch, ("memories", "floor"))
+                t1 = time.perf_counter()
+                conn.execute(insert, ([m["id"] for m in batch], [m["content"] for m in batch]))
+                t2 = time.perf_counter()
+                enqueue.append(t1 - t0)
+                floor.append(t2 - t1)
+        finally:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def cut(xs: list[float]) -> tuple[float, float]:
+        return statistics.median(xs) * 1000, statistics.quantiles(xs, n=100)[98] * 1000
+
+    (e50, e99), (f50, f99) = cut(enqueue), cut(floor)
+    return (
+        f"PostgreSQL, {calls} enqueues of 20 messages interleaved with a bare INSERT commit "
+        f"of the same rows: enqueue p50 {e50:.2f} ms, p99 {e99:.2f} ms; bare commit p50 "
+        f"{f50:.2f} ms, p99 {f99:.2f} ms (enqueue / floor: p50 {e50 / f50:.2f}x, "
+        f"p99 {e99 / f99:.2f}x)"
+    )
+
+
 def relay_rate(outbox: Outbox) -> float:
     for start in range(0, JOBS, 500):
         ids = range(start, start + 500)
@@ -135,6 +173,7 @@ def main() -> None:
             with backend() as outbox:
                 timed = Timed(outbox)
                 agent_loop(timed)
+                floor = postgres_floor(outbox) if name == "PostgreSQL" else ""
             with backend() as fresh:
                 rate = relay_rate(fresh)
         except Exception as exc:  # an unreachable server or a missing driver
@@ -148,6 +187,8 @@ def main() -> None:
             f"stored); enqueue p50 {p50:.2f} ms, p99 {p99:.2f} ms ({len(timed.seconds)} "
             f"calls); relay drains {rate:,.0f} jobs/s"
         )
+        if floor:
+            print(floor)
 
 
 if __name__ == "__main__":

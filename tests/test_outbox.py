@@ -980,6 +980,97 @@ class TestPostgresOutbox(OutboxContract, StallContract):
         assert row is not None
         return int(row[0])
 
+    def test_an_enqueue_is_one_statement_and_starts_no_thread(
+        self, backend: Backend, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import psycopg
+
+        sent: list[str] = []
+
+        class Recording:
+            """A pool handing out one autocommit connection, recording what it sends."""
+
+            def __init__(self) -> None:
+                self.conn = psycopg.connect(postgres_url, autocommit=True)
+                execute = self.conn.execute
+
+                def record(query: Any, *args: Any, **kwargs: Any) -> Any:
+                    sent.append(str(query)[:40])
+                    return execute(query, *args, **kwargs)
+
+                transaction = self.conn.transaction
+
+                def begin(*args: Any, **kwargs: Any) -> Any:
+                    sent.append("BEGIN")
+                    return transaction(*args, **kwargs)
+
+                self.conn.execute = record  # type: ignore[method-assign]
+                self.conn.transaction = begin  # type: ignore[method-assign]
+
+            @contextlib.contextmanager
+            def connection(self) -> Iterator[Any]:
+                yield self.conn
+
+        pool = Recording()
+        outbox = backend.make(conninfo=None, pool=pool)
+        outbox.enqueue(batch(1), NS)  # the first call may start the watchdog's clock
+        started: list[str] = []
+        start = threading.Thread.start
+
+        def count(thread: threading.Thread) -> None:
+            started.append(thread.name)
+            start(thread)
+
+        monkeypatch.setattr(threading.Thread, "start", count)
+        sent.clear()
+        for i in range(5):
+            assert outbox.enqueue(batch(3, start=10 * i + 1), NS) == 3
+        monkeypatch.undo()
+        # Before: BEGIN, the insert and COMMIT (three round trips), and a timer thread
+        # started per call.
+        assert len(sent) == 5 and "BEGIN" not in sent
+        assert started == []
+        assert outbox.counts()["ready"] == 16
+        pool.conn.close()
+
+    def test_the_watchdog_clock_runs_in_a_forked_child_too(self) -> None:
+        from agentstate_reducer.outbox.postgres import _Watchdog
+
+        class Conn:
+            """What the watchdog touches: a socket to cut, and close()."""
+
+            def __init__(self) -> None:
+                self.sock, self.peer = socket.socketpair()
+                self.closed = False
+
+            def fileno(self) -> int:
+                return self.sock.fileno()
+
+            def close(self) -> None:
+                self.closed = True
+                self.sock.close()
+                self.peer.close()
+
+        def cut_within(seconds: float) -> bool:
+            conn = Conn()
+            with _Watchdog(conn, seconds) as watchdog:
+                conn.sock.settimeout(5)
+                data = conn.sock.recv(1)  # blocks until the watchdog shuts the socket
+            return watchdog.fired and conn.closed and data == b""
+
+        assert cut_within(0.05)  # starts the clock in this process
+        pid = os.fork()
+        if pid == 0:  # the child: the parent's clock thread is not here
+            os._exit(0 if cut_within(0.05) else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        ended = Conn()
+        with _Watchdog(ended, 0.05) as quick:
+            pass
+        time.sleep(0.2)
+        assert not quick.fired and not ended.closed  # a call that ended is never cut
+        ended.close()
+
     def test_a_connection_pool_works_too(self, backend: Backend, postgres_url: str) -> None:
         from psycopg_pool import ConnectionPool
 

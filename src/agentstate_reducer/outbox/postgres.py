@@ -8,10 +8,13 @@ clock, so workers on several hosts agree on them.
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import math
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -170,6 +173,9 @@ class _Watchdog:
     libpq has no client-side statement timeout: a server (or a network path) that stops
     answering would block the caller for as long as the outage lasts. Shutting the
     socket down makes the blocked read fail at once; the connection is then closed.
+    One clock thread per process serves every watchdog: arming one is a heap push, not
+    a thread start (a ``threading.Timer`` per call cost 0.2 ms, and up to 8 ms at p99
+    on a busy host).
     """
 
     def __init__(self, conn: Any, seconds: float) -> None:
@@ -177,30 +183,77 @@ class _Watchdog:
         self.seconds = seconds
         #: Whether the call ran out of time and the connection was cut.
         self.fired = False
-        self._timer: threading.Timer | None = None
+        self._done = False
+        self._lock = threading.Lock()
 
     def __enter__(self) -> _Watchdog:
-        self._timer = threading.Timer(self.seconds, self._cut)
-        self._timer.daemon = True
-        self._timer.start()
+        _CLOCK.arm(time.monotonic() + self.seconds, self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        assert self._timer is not None
-        self._timer.cancel()
-        self._timer.join()
+        with self._lock:  # after this, the clock can no longer cut the connection
+            self._done = True
         if self.fired:
             self.conn.close()
 
-    def _cut(self) -> None:
-        self.fired = True
-        try:
-            sock = socket.socket(fileno=os.dup(self.conn.fileno()))
-        except (OSError, psycopg.Error):
-            return
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-        sock.close()
+    def expire(self) -> None:
+        """Called by the clock at the deadline: cut the connection unless the call ended."""
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+            try:
+                sock = socket.socket(fileno=os.dup(self.conn.fileno()))
+            except (OSError, psycopg.Error):
+                return
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+
+class _Clock:
+    """The thread that expires watchdogs, in deadline order; started on first use."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Watchdog]] = []
+        self._count = itertools.count()
+        self._pid = -1
+
+    def arm(self, deadline: float, watchdog: _Watchdog) -> None:
+        with self._cond:
+            if self._pid != os.getpid():
+                # A fresh process (first use, or a fork: the parent's thread is not here).
+                self._heap, self._pid = [], os.getpid()
+                threading.Thread(target=self._run, name="agentstate-outbox-clock",
+                                 daemon=True).start()
+            first = not self._heap or deadline < self._heap[0][0]
+            heapq.heappush(self._heap, (deadline, next(self._count), watchdog))
+            if first:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        pid = os.getpid()
+        with self._cond:
+            while self._pid == pid:
+                heap = self._heap
+                while heap and heap[0][2].done:
+                    heapq.heappop(heap)
+                if not heap:
+                    self._cond.wait()
+                    continue
+                wait = heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(heap)[2].expire()
+
+
+_CLOCK = _Clock()
 
 
 class PostgresOutbox(Outbox):
@@ -279,7 +332,7 @@ class PostgresOutbox(Outbox):
                 )
             )
 
-        self._run("create the table", create)
+        self._run("create the table", create, statements=2)
 
     def __repr__(self) -> str:
         return f"PostgresOutbox(table={self.table!r})"
@@ -308,16 +361,23 @@ class PostgresOutbox(Outbox):
             return self.pool.connection()  # type: ignore[no-any-return]
         return self._own.connection()
 
-    def _run(self, action: str, fn: Callable[[Any], _T]) -> _T:
+    def _run(self, action: str, fn: Callable[[Any], _T], *, statements: int = 1) -> _T:
         """Run ``fn(conn)`` in one transaction within ``timeout``; psycopg errors, a
-        stalled server and a refused connection become :class:`OutboxError`."""
+        stalled server and a refused connection become :class:`OutboxError`.
+
+        ``fn`` running one statement on an autocommit connection needs no ``BEGIN`` and
+        ``COMMIT`` of its own: one round trip instead of three.
+        """
         for attempt in range(_RETRIES):
             watchdog: _Watchdog | None = None
             try:
                 with self._connection() as conn:
                     watchdog = _Watchdog(conn, self.timeout)
-                    with watchdog, conn.transaction():
-                        return fn(conn)
+                    with watchdog:
+                        if statements == 1 and conn.autocommit:
+                            return fn(conn)
+                        with conn.transaction():
+                            return fn(conn)
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
                 if attempt == _RETRIES - 1:
                     raise OutboxError(f"{self!r} could not {action}: {exc}") from exc
@@ -351,7 +411,7 @@ class PostgresOutbox(Outbox):
             conn.execute(expire, params)
             return conn.execute(claim, params).fetchall()  # type: ignore[no-any-return]
 
-        rows = self._run("claim", run)
+        rows = self._run("claim", run, statements=2)
         return [make_job(*row[:6], lease=token, lease_expires=row[6]) for row in rows]
 
     def _ack(self, pairs: list[tuple[int, str]]) -> int:
