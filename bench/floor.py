@@ -32,10 +32,50 @@ def floor(messages: list[Any]) -> list[tuple[Any, Any, Any]]:
     return out
 
 
-def floor_counting(messages: list[Any], counter: Callable[[Any], int]) -> int:
-    """:func:`floor` plus ``counter(message)`` for every message; returns the total."""
+def floor_counting(
+    messages: list[Any], counter: Callable[[Any], int], limit: int | None = None
+) -> int:
+    """:func:`floor` plus ``counter(message)`` from the last message back, as the reducer
+    counts, until the total passes ``limit`` (every message when ``None``); returns it."""
     floor(messages)
-    return sum(map(counter, messages))
+    if limit is None:
+        return sum(map(counter, messages))
+    total = 0
+    for message in reversed(messages):
+        total += counter(message)
+        if total > limit:
+            break
+    return total
+
+
+def floor_responses(items: list[Any]) -> list[tuple[Any, Any, Any]]:
+    """:func:`floor` for OpenAI Responses items: the type (or role), the call id a
+    ``function_call`` issues and the one a ``function_call_output`` answers."""
+    out = []
+    append = out.append
+    for item in items:
+        kind = item.get("type")
+        call = item.get("call_id")
+        append((item.get("role") if kind is None or kind == "message" else kind,
+                (call,) if kind == "function_call" else (),
+                call if kind == "function_call_output" else None))
+    return out
+
+
+def floor_gemini(contents: list[Any]) -> list[tuple[Any, Any, Any]]:
+    """:func:`floor` for Gemini contents: the role, the names of the functions its parts
+    call and of those they answer (Gemini calls carry no id)."""
+    out = []
+    append = out.append
+    for content in contents:
+        calls, answer = [], None
+        for part in content.get("parts") or ():
+            if "functionCall" in part:
+                calls.append(part["functionCall"].get("name"))
+            elif "functionResponse" in part:
+                answer = part["functionResponse"].get("name")
+        append((content.get("role"), calls, answer))
+    return out
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import gc
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -39,7 +40,7 @@ sys.path.insert(0, str(HERE))
 
 import workloads  # noqa: E402
 from conversations import as_langchain, history  # noqa: E402
-from floor import floor, floor_counting  # noqa: E402
+from floor import floor, floor_counting, floor_gemini, floor_responses  # noqa: E402
 
 PUBLISHED = "0.5.0"
 VENV = ROOT / ".bench" / f"agentstate-reducer-{PUBLISHED}"
@@ -65,6 +66,12 @@ class Sizes:
     #: langchain_core's trim_messages takes minutes at 100,000 under tracemalloc).
     reference_memory_n: int = 10_000
     heuristic_repeat: int = 5
+    #: Where appends are timed as users run them (onto copies, usage, edits in place).
+    user_kept: tuple[int, ...] = (1_000, 5_000)
+    user_steps: int = 30
+    #: Rounds of this package and 0.5.0, interleaved; the table gives the medians.
+    user_rounds: int = 3
+    graph_turns: int = 500
 
 
 SMOKE = Sizes(
@@ -79,6 +86,10 @@ SMOKE = Sizes(
     memory_n=1_000,
     reference_memory_n=300,
     heuristic_repeat=1,
+    user_kept=(60,),
+    user_steps=4,
+    user_rounds=1,
+    graph_turns=5,
 )
 
 
@@ -193,9 +204,10 @@ def one_shot(sizes: Sizes, published: Path | None) -> list[Row]:
                 def ours(msgs: list[Any] = msgs, config: ReducerConfig = config) -> object:
                     return MessageReducer(config=config).reduce(msgs)
 
-                def bare(msgs: list[Any] = msgs, counted: bool = counted) -> object:
-                    if counted:
-                        return floor_counting(msgs, workloads.cheap_counter)
+                def bare(msgs: list[Any] = msgs, counted: bool = counted,
+                         limit: int | None = config.max_tokens) -> object:
+                    if counted:  # counted from the end until past the budget, as reduce()
+                        return floor_counting(msgs, workloads.cheap_counter, limit)
                     return floor(msgs)
 
                 repeat = sizes.one_shot_repeat if n <= 10_000 else 2
@@ -206,6 +218,7 @@ def one_shot(sizes: Sizes, published: Path | None) -> list[Row]:
                     f"floor{' + counting' if counted else ''}: {fmt_us(ref)}",
                     us / ref, "x the floor", "<= 3", us / ref <= 3,
                 ))
+    rows += _one_shot_shapes(sizes, configs)
     small, large = sizes.one_shot[0], sizes.one_shot[-1]
     for shape in SHAPES:
         for mode in configs:
@@ -236,6 +249,44 @@ def one_shot(sizes: Sizes, published: Path | None) -> list[Row]:
     return rows
 
 
+def _one_shot_shapes(sizes: Sizes, configs: dict[str, Any]) -> list[Row]:
+    """One-shot reduce() of OpenAI Responses items and Gemini contents beside their floor."""
+    import bench_shapes
+
+    from agentstate_reducer import MessageReducer
+
+    floors = {"responses": floor_responses, "gemini": floor_gemini}
+    rows: list[Row] = []
+    for n in sizes.one_shot:
+        for shape, read in floors.items():
+            msgs = bench_shapes.history(shape, n)
+            for mode, config in configs.items():
+                counted = config.token_mode
+
+                def ours(msgs: list[Any] = msgs, config: Any = config) -> object:
+                    return MessageReducer(config=config).reduce(msgs)
+
+                def bare(msgs: list[Any] = msgs, read: Any = read, counted: bool = counted,
+                         limit: int | None = config.max_tokens) -> object:
+                    read(msgs)
+                    if counted:
+                        total = 0
+                        for m in reversed(msgs):
+                            total += workloads.cheap_counter(m)
+                            if limit is not None and total > limit:
+                                break
+                    return None
+
+                repeat = sizes.one_shot_repeat if n <= 10_000 else 2
+                us, ref = best([ours, bare], min(repeat, sizes.one_shot_repeat))
+                rows.append(Row(
+                    "one-shot", f"reduce(), {n:,} {shape}, {mode}", fmt_us(us),
+                    f"floor{' + counting' if counted else ''}: {fmt_us(ref)}",
+                    us / ref, "x the floor", "<= 5", us / ref <= 5,
+                ))
+    return rows
+
+
 def _append_spec(kept: int, mode: str, shape: str, steps: int) -> dict[str, Any]:
     spec: dict[str, Any] = {"kind": "append", "shape": shape, "steps": steps}
     if mode == "count":
@@ -261,13 +312,15 @@ def append_loop(sizes: Sizes, published: Path | None) -> list[Row]:
                 flat, "x", "<= 3", flat <= 3,
             ))
             steps = sizes.published_steps if mode == "count" else sizes.published_token_steps
-            theirs = run_published(published, _append_spec(large, mode, shape, steps))
-            if theirs is not None:
-                faster = theirs["us"] / step[large]["us"]
+            if published is not None:  # interleaved, repeated: same steps for both
+                ours, theirs = _rounds(
+                    _append_spec(large, mode, shape, steps), published, sizes.user_rounds)
+                assert theirs is not None
+                faster = theirs["us"] / ours["us"]
                 need = 1.0 if mode == "count" else 10.0
                 rows.append(Row(
                     "append loop", f"per step, {large:,} kept {shape}, {mode}, vs {PUBLISHED}",
-                    fmt_us(step[large]["us"]), f"{PUBLISHED}: {fmt_us(theirs['us'])}",
+                    fmt_us(ours["us"]), f"{PUBLISHED}: {fmt_us(theirs['us'])}",
                     faster, "x faster", f">= {need:.0f}", faster >= need,
                 ))
     spec = {**_append_spec(large, "count", "dicts", sizes.steps), "via": "langgraph"}
@@ -280,6 +333,96 @@ def append_loop(sizes: Sizes, published: Path | None) -> list[Row]:
             fmt_us(ours["us"]), f"{PUBLISHED}: {fmt_us(theirs['us'])}", faster, "x faster",
             "", None,
         ))
+    return rows
+
+
+def _rounds(
+    spec: dict[str, Any], published: Path | None, rounds: int
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """This package and 0.5.0 on one append spec, interleaved, ``rounds`` times: the
+    median over rounds of each figure (each round's is a median over its steps)."""
+    ours: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        ours.append(workloads.append(spec))
+        got = run_published(published, spec)
+        if got is not None:
+            theirs.append(got)
+
+    def median(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+        if not runs:
+            return None
+        return {key: statistics.median(r[key] for r in runs) if runs[0][key] is not None
+                else None for key in runs[0]}
+
+    mine = median(ours)
+    assert mine is not None
+    return mine, median(theirs)
+
+
+#: The copies a checkpointer hands back, per shape.
+_COPIES = {"dicts": "json", "langchain": "langchain"}
+_COPY_NAMES = {"json": "JSON round trip", "langchain": "dumpd / JSON / load"}
+
+
+def users(sizes: Sizes, published: Path | None) -> list[Row]:
+    """Appends as users run them: onto the returned list, onto a checkpointer's copies,
+    onto copies whose ai messages report usage, after an edit in place."""
+    rows: list[Row] = []
+    rounds, steps = sizes.user_rounds, sizes.user_steps
+
+    def versus(label: str, spec: dict[str, Any], need: float | None) -> dict[str, Any]:
+        ours, theirs = _rounds(spec, published, rounds)
+        if theirs is not None:
+            faster = theirs["us"] / ours["us"]
+            rows.append(Row(
+                "as users run it", f"{label}, vs {PUBLISHED}", fmt_us(ours["us"]),
+                f"{PUBLISHED}: {fmt_us(theirs['us'])}", faster, "x faster",
+                "" if need is None else f">= {need:g}", None if need is None else faster >= need,
+            ))
+        else:
+            rows.append(Row("as users run it", label, fmt_us(ours["us"]), "", 1.0, "x",
+                            "", None))
+        return ours
+
+    modes = ("count", "token, cheap", "token, approximate", "token, exact")
+    for kept in sizes.user_kept:
+        for shape in SHAPES:
+            base = f"per step, {kept:,} kept {shape}"
+            spec = _append_spec(kept, "token, cheap", shape, steps * 3)
+            versus(f"{base}, onto the returned list, callable counter", spec, 10)
+            for mode in modes:
+                for usage in (False, True) if mode != "count" else (False,):
+                    copies = _COPIES[shape]
+                    spec = {**_append_spec(kept, mode, shape, steps), "copies": copies,
+                            "usage": usage}
+                    what = "copies reporting usage" if usage else "copies"
+                    label = f"{base}, onto {what} ({_COPY_NAMES[copies]}), {mode}"
+                    ours = versus(label, spec, 1)
+                    eq = ours["eq_us"]
+                    rows.append(Row(
+                        "as users run it", f"{label}, vs ==", fmt_us(ours["us"]),
+                        f"existing == returned: {fmt_us(eq)}", ours["us"] / eq,
+                        "x the equality", "<= 3", ours["us"] / eq <= 3,
+                    ))
+            spec = {**_append_spec(kept, "token, cheap", shape, steps), "edit": True}
+            ours = versus(f"{base}, a kept message edited in place, callable counter", spec,
+                          None)
+            rows.append(Row(
+                "as users run it", f"{base}, edited in place: steps whose plan is a fresh "
+                f"reducer's", f"{ours['agree']:g} of {steps}", "", ours["agree"] / steps,
+                "x all", "= 1", ours["agree"] == steps,
+            ))
+    import graph
+
+    got = graph.run(sizes.graph_turns)
+    rows.append(Row(
+        "as users run it",
+        f"LangGraph StateGraph + SqliteSaver, {sizes.graph_turns} turns, usage reported: "
+        f"the reducer's share of a turn's CPU",
+        fmt_us(got["reducer_us"]), f"turn: {fmt_us(got['turn_us'])}", got["share"] * 100,
+        "%", "<= 5", got["share"] <= 0.05,
+    ))
     return rows
 
 
@@ -467,6 +610,21 @@ def report(rows: list[Row], sizes: Sizes, smoke: bool) -> str:
         f"`\"tiktoken\"` counter; {PUBLISHED} is given a callable counting the text with "
         f"the same cl100k_base encoding. Approximate: this package's `\"approximate\"`, "
         f"{PUBLISHED}'s default heuristic.",
+        f"- as users run it: the same append, {sizes.user_rounds} rounds of this package and "
+        f"{PUBLISHED} interleaved (the medians of their per-step medians), {sizes.user_steps} "
+        "steps a round (three times as many onto the returned list): onto the list the "
+        "previous call returned; onto equal copies of it as a checkpointer hands them back "
+        "(dicts through a JSON round trip, LangChain messages through `dumpd`, JSON text "
+        "and `load`; three copies made per message before timing and handed out in turn, "
+        "so no step gets back an object the previous one returned), beside the C-level "
+        "`existing == returned` of the same step; onto such copies whose ai messages "
+        "report `usage_metadata` (1.1x the cheap count of the history before them); "
+        "after one kept message's text grew by about 1,000 tokens in place, each step "
+        "checked against a fresh reducer's result for the same list. The graph: a "
+        "`StateGraph` (agent node, `ToolNode`) on `reducing_add_messages`, "
+        "`SqliteSaver` in memory, a scripted model reporting usage, one `invoke` per turn; "
+        "the reducer's CPU over the turns' (`bench/graph.py`). Token-mode floors count "
+        "from the end until past `max_tokens`, as `reduce()` does.",
         "- trim_messages: `strategy=\"last\"`, `include_system=True`, `start_on=\"human\"`; "
         "each package's own `\"approximate\"`, or the same per-message callable.",
         "- memory: peak `tracemalloc` during one call beside a deep `sys.getsizeof` of "
@@ -488,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-published", action="store_true", help="skip 0.5.0")
     parser.add_argument(
         "--only", nargs="*", default=None,
-        choices=["one-shot", "append", "trim", "heuristic", "memory"],
+        choices=["one-shot", "append", "users", "trim", "heuristic", "memory"],
     )
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else Sizes()
@@ -496,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     sections: dict[str, Callable[[], list[Row]]] = {
         "one-shot": lambda: one_shot(sizes, published),
         "append": lambda: append_loop(sizes, published),
+        "users": lambda: users(sizes, published),
         "trim": lambda: trim(sizes),
         "heuristic": lambda: heuristic(sizes),
         "memory": lambda: memory(sizes, published),

@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -114,36 +115,148 @@ def _new_message(stream: Any, shape: str) -> Any:
     return as_langchain([message])[0] if shape == "langchain" else message
 
 
+def _message_id(message: Any) -> Any:
+    return message.get("id") if type(message) is dict else message.id
+
+
+def _is_ai(message: Any) -> bool:
+    if type(message) is dict:
+        return bool(message.get("role") == "assistant")
+    return bool(message.type == "ai")
+
+
+def with_usage(message: Any, input_tokens: int) -> Any:
+    """``message`` (an ai message) reporting ``input_tokens`` as a model's reply does."""
+    usage = {"input_tokens": input_tokens, "output_tokens": 20,
+             "total_tokens": input_tokens + 20}
+    if type(message) is dict:
+        return {**message, "usage_metadata": usage}
+    return message.model_copy(update={"usage_metadata": usage})
+
+
+def _copier(kind: str) -> Callable[[Any], Any]:
+    """One message as a checkpointer hands it back: through JSON (dicts), or through
+    LangChain's own ``dumpd`` / ``load`` with the JSON text in between (messages)."""
+    if kind == "json":
+        return lambda message: json.loads(json.dumps(message))
+    if kind == "langchain":
+        from langchain_core.load import dumpd, load
+
+        def copy(message: Any) -> Any:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # load() is marked beta
+                return load(json.loads(json.dumps(dumpd(message))))
+
+        return copy
+    raise ValueError(f"copies must be 'json' or 'langchain', got {kind!r}")
+
+
+class _Copies:
+    """Fresh equal copies of each message, ``ROUNDS`` per message made once (untimed) and
+    handed out in turn, so a step never gets back an object the previous step returned."""
+
+    ROUNDS = 3
+
+    def __init__(self, kind: str) -> None:
+        self._copy = _copier(kind)
+        self._pool: dict[Any, list[Any]] = {}
+
+    def of(self, state: list[Any], step: int) -> list[Any]:
+        k = step % self.ROUNDS
+        pool, out = self._pool, []
+        for message in state:
+            copies = pool.get(_message_id(message))
+            if copies is None:
+                copies = pool[_message_id(message)] = [
+                    self._copy(message) for _ in range(self.ROUNDS)]
+            out.append(copies[k])
+        return out
+
+
+def _edit_in_place(state: list[Any], step: int) -> None:
+    """Lengthen the text of one kept message in place by about 1,000 tokens (a dict
+    key, an object attribute), enough that a few such edits pass the budget."""
+    for k in range(len(state) // 2 + step, len(state)):
+        message = state[k]
+        content = content_of(message)
+        if type(content) is str and content:
+            longer = content + " edited" * 600
+            if type(message) is dict:
+                message["content"] = longer
+            else:
+                message.content = longer
+            return
+
+
 def append(spec: dict[str, Any]) -> dict[str, Any]:
     """LangGraph's pattern: one ``reduce(existing, [new])`` per new message (or one call of
     ``as_langgraph_reducer()`` with ``"via": "langgraph"``).
 
     The history is first reduced once (untimed), then ``steps`` messages are appended
-    one per call, each call given the list the previous one returned.
+    one per call, each call given the list the previous one returned, or with
+    ``"copies"`` (``"json"``, ``"langchain"``) equal copies of it, as a checkpointer
+    hands them back. ``"usage"``: ai messages report the input tokens of their request
+    (1.1x the cheap count of the history they answer). ``"edit"``: before each step one
+    kept message's text grows in place, and each step's result is compared with a
+    fresh reducer's (``agree``: how many steps kept the same messages).
+    Also returns ``eq_us``: the median of ``existing == returned`` over the steps (the
+    C-level equality of the kept list, copies against the list the reducer returned).
     """
     from agentstate_reducer import MessageReducer
 
-    reducer = MessageReducer(config=_config(spec))
-    state = reducer.reduce(existing=_input(spec, spec["start"])).surviving
+    config = _config(spec)
+    reducer = MessageReducer(config=config)
+    usage = spec.get("usage", False)
+    state = _input(spec, spec["start"])
+    if usage:
+        seen, reported = 0, []
+        for m in state:
+            reported.append(with_usage(m, int(1.1 * seen)) if seen and _is_ai(m) else m)
+            seen += cheap_counter(m)
+        state = reported
+    state = reducer.reduce(existing=state).surviving
     if spec.get("via") == "langgraph":  # the function a LangGraph state field calls
         merge = reducer.as_langgraph_reducer()
         step: Callable[[Any, Any], Any] = merge
     else:
         step = lambda existing, new: reducer.reduce(existing=existing, new=new).surviving  # noqa: E731
+    copies = _Copies(spec["copies"]) if spec.get("copies") else None
+    edit = spec.get("edit", False)
     stream = messages(seed=1)
-    times, sizes = [], []
+    times, eq_times, sizes = [], [], []
+    agree = 0
     gc.collect()
     gc.disable()  # as timeit does: a collection would land on one step or another
     try:
-        for _ in range(spec["steps"]):
+        for k in range(spec["steps"]):
             new = [_new_message(stream, spec["shape"])]
+            if usage and _is_ai(new[0]):
+                new = [with_usage(new[0], int(1.1 * sum(map(cheap_counter, state))))]
+            existing = state
+            if copies is not None:
+                existing = copies.of(state, k)
+                t0 = time.process_time()
+                same = existing == state
+                eq_times.append(time.process_time() - t0)
+                assert same
+            if edit:
+                _edit_in_place(existing, k)
             t0 = time.process_time()
-            state = step(state, new)
+            state = step(existing, new)
             times.append(time.process_time() - t0)
             sizes.append(len(state))
+            if edit:
+                fresh = MessageReducer(config=config).reduce(existing=existing + new)
+                agree += [_message_id(m) for m in fresh.surviving] == [
+                    _message_id(m) for m in state]
     finally:
         gc.enable()
-    return {"us": statistics.median(times) * 1e6, "kept": statistics.median(sizes)}
+    return {
+        "us": statistics.median(times) * 1e6,
+        "kept": statistics.median(sizes),
+        "eq_us": statistics.median(eq_times) * 1e6 if eq_times else None,
+        "agree": agree,
+    }
 
 
 def one_shot(spec: dict[str, Any]) -> dict[str, Any]:

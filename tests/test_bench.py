@@ -31,7 +31,9 @@ def test_smoke_run_writes_one_table_with_every_section(
     assert harness.main(["--smoke", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert "smoke mode" in text and "Machine:" in text and "Date:" in text
-    for section in ("one-shot", "append loop", "trim_messages", "heuristic", "memory"):
+    sections = ("one-shot", "append loop", "as users run it", "trim_messages", "heuristic",
+                "memory")
+    for section in sections:
         assert f"| **{section}** |" in text
     rows = [line for line in text.splitlines() if line.startswith("| ") and "**" not in line]
     assert len(rows) > 20
