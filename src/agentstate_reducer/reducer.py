@@ -39,9 +39,11 @@ from .hooks import (
 from .messages import (
     AI,
     MessageView,
+    copy_state,
     is_injected,
     is_merge_update,
     message_id,
+    message_state,
     raw_message_id,
     read_messages,
     reply_text,
@@ -188,16 +190,24 @@ _CHAINS = 8
 
 
 class _Chain(NamedTuple):
-    """A list a reduce returned, remembered so that the next reduce of it reads only the new."""
+    """A list a reduce returned, remembered so that the next reduce of it (or of equal
+    copies of it) reads only the new messages."""
 
     #: ``id()`` of the list handed out. Not the list itself, which its owner frees when
-    #: done; if the id is reused, comparing with the snapshot tells.
+    #: done; if the id is reused, comparing with the prints tells.
     returned: int
     #: Its messages as returned, in ``snapshot[:size]`` (the caller may edit the list it
     #: got in place). Never handed out: an append extends it in place, so a chain of
     #: appends shares one list; a second branch from the same state copies.
     snapshot: list[Any]
     size: int
+    #: :func:`_print` of each message of ``snapshot`` when it was remembered, extended
+    #: and copied along with it: what a later list is compared with.
+    prints: list[Any]
+    #: The class of each message, or ``None`` when every one was a plain dict.
+    kinds: list[type] | None
+    #: Whether every message's fields are its ``__dict__`` (:func:`_by_dict`).
+    by_dict: bool
     #: Views and counts of ``snapshot`` when the plan had them, to settle it lazily.
     views: list[MessageView] | None
     counts: list[int] | None
@@ -209,6 +219,97 @@ class _Chain(NamedTuple):
     ids: dict[str, tuple[int, Any]] | None = None
 
 
+#: An object message's top-level fields, read at C speed.
+_FIELDS = operator.attrgetter("__dict__")
+
+
+def _print(message: Any) -> Any:
+    """What a message is recognised by later: a shallow copy of its top-level fields (a
+    dict's items, an object's ``__dict__``), sharing every value; for an object without
+    ``__dict__``, a :func:`copy_state` of what the reader reads."""
+    if isinstance(message, dict):
+        return message.copy()
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict:
+        return fields.copy()
+    return copy_state(message_state(message))
+
+
+def _fields(message: Any) -> Any:
+    """The live side of :func:`_print`, compared with ``==`` against it."""
+    if isinstance(message, dict):
+        return message
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict:
+        return fields
+    return message_state(message)
+
+
+def _kinds(messages: list[Any]) -> list[type] | None:
+    """The class of each message, or ``None`` when every one is a plain dict."""
+    kinds = list(map(type, messages))
+    return None if all(kind is dict for kind in kinds) else kinds
+
+
+def _by_dict(messages: list[Any]) -> bool:
+    """Whether every message is an object (no mapping) whose fields are its ``__dict__``."""
+    return all(
+        not isinstance(m, dict) and type(getattr(m, "__dict__", None)) is dict for m in messages
+    )
+
+
+def _unchanged(seen: list[Any], chain: _Chain) -> bool:
+    """Whether ``seen`` (``chain.size`` messages) holds the chain's messages: the same
+    or equal top-level fields, message by message, of the same classes. Plain dicts:
+    one C-level list comparison; objects: their classes, then their ``__dict__``, the
+    same way."""
+    size = chain.size
+    prints = chain.prints if len(chain.prints) == size else chain.prints[:size]
+    kinds = chain.kinds
+    try:
+        if kinds is None:
+            return bool(seen == prints)
+        if list(map(type, seen)) != (kinds if len(kinds) == size else kinds[:size]):
+            return False
+        return bool(list(map(_FIELDS if chain.by_dict else _fields, seen)) == prints)
+    except Exception:  # a field whose == raises (an array, say)
+        return False
+
+
+def _last_unchanged(seen: list[Any], chain: _Chain) -> bool:
+    """:func:`_unchanged` of the last message only: which chains are worth comparing."""
+    last = chain.size - 1
+    kinds = chain.kinds
+    message = seen[last]
+    try:
+        if kinds is not None and type(message) is not kinds[last]:
+            return False
+        return bool(_fields(message) == chain.prints[last])
+    except Exception:
+        return False
+
+
+class _Appended(Sequence[Any]):
+    """A chain's messages followed by the new ones, for :func:`plan.plan_append`: it
+    asks whether the message that issued a call is still at its index, which holds for
+    the chain's own objects, not for the equal copies ``messages`` may hold."""
+
+    def __init__(self, snapshot: list[Any], size: int, messages: list[Any]) -> None:
+        self._snapshot, self._size, self._messages = snapshot, size, messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._messages)))]
+        if 0 <= index < self._size:
+            return self._snapshot[index]
+        return self._messages[index]
 
 
 _T = TypeVar("_T")
@@ -544,11 +645,8 @@ class MessageReducer:
         added: list[Any] = []
         if self.config.repair_dangling_calls:
             messages, added = repair_dangling_calls(messages)
-        if not added and (
-            self._token_counts is None
-            or self._plain_budget(messages, len(messages) - len(as_message_list(new)), namespace)
-        ):
-            fast = self._append(existing, messages)
+        if not added:
+            fast = self._append(existing, messages, namespace)
             if fast is not None:
                 return messages, fast, None, (), added
         if self.config.context_edits:
@@ -594,19 +692,6 @@ class MessageReducer:
         )
         return outcome.messages, plan, (views, outcome.counts), outcome.edits
 
-    def _plain_budget(self, messages: list[Any], start: int, namespace: Any) -> bool:
-        """Whether the incremental path may plan ``messages`` (new from ``start``): it
-        knows only ``self.config``, so not while the request overhead or the calibration
-        factor of ``namespace`` changes the budget, nor when a new message reports usage
-        to learn from (the full path learns it, then plans with the new factor)."""
-        if not self.config.token_mode:
-            return True
-        if self._budget(namespace) is not self.config:
-            return False
-        if self.config.calibrate_from_usage:
-            return all(reported_input_tokens(m) is None for m in messages[start:])
-        return True
-
     # -- the incremental path: a reduce of the list the last one returned -------------
 
     def _note(
@@ -635,32 +720,45 @@ class MessageReducer:
             return
         self._remember(surviving, None, None)  # read again when next needed
 
-    def _append(self, existing: Any, messages: list[Any]) -> Plan | None:
-        """The plan of ``messages`` when they extend a list this reducer returned, else ``None``.
+    def _append(self, existing: Any, messages: list[Any], namespace: Any = None) -> Plan | None:
+        """The plan of ``messages`` when they extend a list this reducer returned (or equal
+        copies of it), else ``None``.
 
-        The list must hold the same messages (the same objects, or equal ones) in the
-        same order, followed by the new ones; the check is one C-level list comparison.
-        Then only the new messages are read and counted (see :func:`plan.plan_append`).
+        The list must hold the same messages in the same order, each with the same or
+        equal top-level fields (see :func:`_unchanged`), followed by the new ones. Then
+        only the new messages are read and counted (see :func:`plan.plan_append`); usage
+        one of them reports is learned here, and the plan uses the budget it leaves.
         """
         chain = self._match(existing, messages)
         if chain is None:
             return None
+        config = self.config
         size, snapshot = chain.size, chain.snapshot
+        cache = self._token_counts if config.token_mode else None
+        budget = self._budget(namespace) if cache is not None else config
         settled = chain.settled
         if settled is None:
-            settled = self._settle(chain)
+            settled = self._settle(chain, budget)
             if settled is None:
                 return None
         new = messages[size:]
         try:
             # (count mode may have a cache too, for what editing counts: not used here)
-            if self.config.token_mode and self._token_counts is not None:
-                new_views, new_counts = self._token_counts.read(new)
+            if cache is not None:
+                new_views, new_counts = cache.read(new)
             else:
                 new_views, new_counts = read_messages(new), None
         except MessageFormatError:
             return None  # the full path raises it, naming the index in the whole list
-        got = plan_append(settled, messages, new_views, self.config, new_counts)
+        if cache is not None:
+            tokens = settled.tokens
+            if config.calibrate_from_usage and new_counts is not None and tokens is not None:
+                self._learn_new(tokens, size, new, new_views, new_counts, namespace)
+            budget = self._budget(namespace)
+            if budget is not config and self._edits_append is not None:
+                return None  # the edit step's rule knows only the config's budget
+        history = _Appended(snapshot, size, messages)
+        got = plan_append(settled, history, new_views, budget, new_counts)
         if got is None:
             return None
         plan, settled = got
@@ -670,22 +768,69 @@ class MessageReducer:
         ):
             return None
         ids = chain.ids
+        prints, kinds, by_dict = chain.prints, chain.kinds, chain.by_dict
+        new_kinds = _kinds(new)
         with self._chains_lock:
-            if len(snapshot) == size:
+            if len(snapshot) == size and len(prints) == size:
                 snapshot.extend(new)
-            else:  # another append from the same state extended it first
-                snapshot = messages.copy()
+                prints.extend(map(_print, new))
+            else:  # another append from the same state extended them first
+                snapshot = [*snapshot[:size], *new]
+                prints = [*prints[:size], *map(_print, new)]
+            if kinds is not None or new_kinds is not None:
+                by_dict = (by_dict or not size) and _by_dict(new)
+                kinds = [*(kinds[:size] if kinds is not None else [dict] * size),
+                         *(new_kinds if new_kinds is not None else [dict] * len(new))]
             if ids is not None:
                 for k, view in enumerate(new_views):
                     if view.id is not None:
                         ids[view.id] = (size + k, new[k])
-        self._keep(_Chain(id(messages), snapshot, len(messages), None, None, settled, ids))
+        self._keep(
+            _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
+                   settled, ids)
+        )
         return plan
+
+    def _learn_new(
+        self,
+        before: int,
+        size: int,
+        new: list[Any],
+        views: list[MessageView],
+        counts: Sequence[int],
+        namespace: Any,
+    ) -> None:
+        """:meth:`_learn` for an append: the history's ``size`` messages (``before``
+        tokens) were learned from when they were new, so only the new ones can hold the
+        latest ai message with usage not yet observed."""
+        end = size + len(new)
+        for k in range(len(new) - 1, -1, -1):
+            i = size + k
+            if i < end - _USAGE_LOOKBACK:
+                return
+            if views[k].role != AI:
+                continue
+            ident = views[k].id
+            if ident is None:
+                return
+            reported = reported_input_tokens(new[k])
+            if reported is None or i == 0:
+                return
+            with self._calibration_lock:
+                if ident in self._observed:
+                    return
+                self._observed[ident] = None
+                if len(self._observed) > _MAX_OBSERVED:
+                    del self._observed[next(iter(self._observed))]
+            estimated = before + sum(counts[:k]) + self._overhead + REPLY_PRIMING_TOKENS
+            self.calibration(namespace).observe(estimated, reported)
+            return
 
     def _match(self, existing: Any, messages: list[Any]) -> _Chain | None:
         """The remembered chain whose messages ``messages`` starts with, or ``None``.
 
-        ``existing`` is looked up by identity first, else the latest chain is tried.
+        ``existing`` is looked up by identity first; else (a copy) each chain is tried,
+        the latest first, those whose last message matches compared in full.
         """
         chains = self._chains
         if not chains:
@@ -697,35 +842,45 @@ class MessageReducer:
             if seen is existing and len(existing) == matched.size <= len(messages):
                 return matched  # compared a moment ago, in this thread's same call
         with self._chains_lock:
-            chain = chains.get(id(existing))
-            if chain is None:
-                chain = next(reversed(chains.values()))
-        size, snapshot = chain.size, chain.snapshot
-        if len(messages) < size:
-            return None
-        if type(existing) is list and len(existing) == size:
-            seen = existing  # the common case: no copy, one C-level comparison
-        else:
-            seen = messages if len(messages) == size else messages[:size]
-        try:
-            same = seen == (snapshot if len(snapshot) == size else snapshot[:size])
-        except Exception:  # a message whose == raises (an array, say)
-            return None
-        return chain if same else None
+            found = chains.get(id(existing))
+            candidates = list(reversed(chains.values()))
+        if found is not None:  # (or a list that took the id of one since freed)
+            candidates.remove(found)
+            candidates.insert(0, found)
+        n = len(messages)
+        whole = len(existing) if type(existing) is list else -1
+        if whole >= 0:  # a chain holding all of existing first, then prefixes
+            candidates.sort(key=lambda chain: chain.size != whole)
+        fallback = None
+        for chain in candidates:
+            size = chain.size
+            if n < size or (fallback is not None and size != whole):
+                continue
+            # existing itself in the common case: no copy
+            seen = existing if size == whole else messages if n == size else messages[:size]
+            if chain is not found and size and not _last_unchanged(seen, chain):
+                continue
+            if _unchanged(seen, chain):
+                if size == whole or whole < 0:
+                    return chain
+                fallback = chain  # a prefix: a chain holding all of existing may follow
+        return fallback
 
     def _holds_an_id(self, existing: list[Any], ids: set[Any]) -> bool:
         """Whether a message of ``existing`` has one of ``ids``: O(len(ids)) on a list this
-        reducer returned, through an index of its ids kept along its appends."""
+        reducer returned (or a copy of it), through an index of its ids kept along its
+        appends."""
         chain = self._match(existing, existing)
         if chain is None or chain.size != len(existing):
             return any(message_id(m) in ids for m in existing)
         index = chain.ids
+        snapshot = chain.snapshot
         if index is None:
             index = {}
-            for i, m in enumerate(existing):
-                ident = message_id(m)
+            for i in range(chain.size):
+                ident = message_id(snapshot[i])
                 if ident is not None:
-                    index[ident] = (i, m)
+                    index[ident] = (i, snapshot[i])
             chain = chain._replace(ids=index)
             self._keep(chain)
         # The reduce that follows in the same call need not compare the list again.
@@ -734,13 +889,13 @@ class MessageReducer:
             found = index.get(ident)
             if found is not None:
                 at, message = found
-                if at < len(existing) and existing[at] is message:
+                if at < chain.size and snapshot[at] is message:
                     return True
                 # Overwritten by another branch from a shared state: ask the list itself.
                 return any(message_id(m) in ids for m in existing)
         return False
 
-    def _settle(self, chain: _Chain) -> Settled | None:
+    def _settle(self, chain: _Chain, budget: ReducerConfig) -> Settled | None:
         views, counts = chain.views, chain.counts
         token_mode = self.config.token_mode and self._token_counts is not None
         if views is None or (token_mode and counts is None):
@@ -749,7 +904,7 @@ class MessageReducer:
                 views, counts = self._token_counts.read(history)
             else:
                 views = read_messages(history)
-        settled = settle(views, chain.snapshot, self.config, counts)
+        settled = settle(views, chain.snapshot, budget, counts)
         rule = self._edits_append
         if settled is not None and rule is not None:
             # The append rule holds only for a history that editing leaves as it is.
@@ -765,7 +920,20 @@ class MessageReducer:
     def _remember(
         self, returned: list[Any], views: list[MessageView] | None, counts: list[int] | None
     ) -> None:
-        self._keep(_Chain(id(returned), returned.copy(), len(returned), views, counts, None))
+        kinds = _kinds(returned)
+        self._keep(
+            _Chain(
+                id(returned),
+                returned.copy(),
+                len(returned),
+                list(map(_print, returned)),
+                kinds,
+                kinds is not None and _by_dict(returned),
+                views,
+                counts,
+                None,
+            )
+        )
 
     def _keep(self, chain: _Chain) -> None:
         key = chain.returned
@@ -775,7 +943,6 @@ class MessageReducer:
             chains.move_to_end(key)
             while len(chains) > _CHAINS:
                 chains.popitem(last=False)
-
 
     def _figures(
         self, result: ReducerResult, messages: list[Any], plan: Plan, added: list[Any]
