@@ -269,6 +269,11 @@ class ReducerResult:
     #: Synthetic tool results added for dead calls (``repair_dangling_calls``), as
     #: they appear in :attr:`surviving`.
     repaired: list[Any] = field(default_factory=list)
+    #: Identifiers, numbers and tool names of the summarised messages (and of the
+    #: previous summary) that :attr:`summary` leaves out (see docs/summaries.md).
+    summary_missing: tuple[str, ...] = ()
+    #: Identifiers and names in :attr:`summary` that none of those messages holds.
+    summary_invented: tuple[str, ...] = ()
 
 
 def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfig:

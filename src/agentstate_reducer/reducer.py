@@ -65,6 +65,7 @@ from .plan import (
 from .summary import (
     DEFAULT_SUMMARY_TOKENS,
     Summarizer,
+    check_summary,
     covered,
     default_summary_messages_factory,
     match_shape,
@@ -1133,6 +1134,12 @@ class MessageReducer:
         ):
             because = (*result.over_because, SUMMARY_BLOCK)
             result = _rebuilt(result, over_budget=True, over_because=because)
+        if text is not None and not result.summary_failed and batch is not None:
+            check = check_summary(batch, text)
+            if check:
+                result = _rebuilt(
+                    result, summary_missing=check.missing, summary_invented=check.invented
+                )
         if handed:
             places = _Places(existing, new, edits, messages, added)
             yield from self._hand_over(handed, namespace, places, edits)

@@ -13,11 +13,13 @@ import asyncio
 import hashlib
 import inspect
 import logging
+import re
 import threading
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
-from .errors import ConfigError, ConfigTypeError
+from .errors import ConfigError, ConfigTypeError, MessageFormatError
 from .messages import (
     AI,
     HUMAN,
@@ -42,7 +44,9 @@ __all__ = (
     "DEFAULT_SUMMARY_TOKENS",
     "SUMMARY_ACK",
     "SUMMARY_PROMPT",
+    "SummaryCheck",
     "Summarizer",
+    "check_summary",
     "default_summary_messages_factory",
     "match_shape",
     "render_messages",
@@ -87,6 +91,84 @@ _SHORTEN = (
 )
 
 _LABELS = {HUMAN: "user", AI: "assistant", TOOL: "tool result"}
+
+_AMEND = (
+    "Your summary below leaves out facts of the messages, or names what they never "
+    "mention. Rewrite it: keep the sections and every fact it holds, add each missing "
+    "one verbatim, and drop each name the messages do not hold.\n"
+    "Missing: {missing}\nNot in the messages: {invented}\n\n"
+    "<summary>\n{summary}\n</summary>\n\n{prompt}"
+)
+
+# -- verification --------------------------------------------------------------------
+
+#: A word holding both letters and digits (an order id, a code, a version, a path part).
+_MIXED = re.compile(r"(?<![\w])(?=[\w./:#-]*\d)(?=[\w./:#-]*[A-Za-z])\w[\w./:#-]*\w")
+#: A number of two digits or more, or with parts (a decimal, a date, a time, a version).
+_NUMBER = re.compile(r"(?<![\w.,/:#-])(?:\d+(?:[.,/:-]\d+)+|\d{2,})(?![\w-])")
+#: A name made like a function's: snake_case, or followed by an opening parenthesis.
+_NAME = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[A-Za-z_]\w*(?=\()")
+#: At most this many of each are reported.
+_REPORTED = 50
+
+
+@dataclass(frozen=True)
+class SummaryCheck:
+    """What a summary leaves out of the messages it stands for, and what it invents."""
+
+    #: Identifiers, numbers and tool names of the messages that the summary lacks.
+    missing: tuple[str, ...] = ()
+    #: Identifiers and function-like names of the summary that no message holds.
+    invented: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.missing or self.invented)
+
+
+def _anchors(text: str) -> list[str]:
+    return [*_MIXED.findall(text), *_NUMBER.findall(text), *_NAME.findall(text)]
+
+
+def check_summary(pruned: Sequence[Any], summary: str) -> SummaryCheck:
+    """Which facts of ``pruned`` (its conversation messages and the previous summary's
+    text) ``summary`` drops: identifiers, numbers of two digits or more, tool names;
+    and which identifiers and names it holds that ``pruned`` does not. Pure.
+
+    Example:
+        >>> msgs = [{"role": "user", "content": "refund order A-1029 of 250 EUR"}]
+        >>> check_summary(msgs, "The user wants a refund of 250 EUR via refund_tool.")
+        SummaryCheck(missing=('A-1029',), invented=('refund_tool',))
+    """
+    wanted: dict[str, None] = {}
+    source: list[str] = []
+    for i, message in enumerate(pruned):
+        kind = injected_kind(message)
+        if kind == SUMMARY_ACK_KIND:
+            continue
+        try:
+            parts = message_parts(message, i)
+            texts, calls = list(parts.texts), parts.tool_calls
+        except MessageFormatError:  # arguments too deep to write as JSON: their names only
+            record = read_message(message, i)
+            texts, calls = list(record.texts), ()
+        if kind == SUMMARY_KIND and texts:
+            # The previous block's header is ours, not a fact.
+            texts[0] = texts[0].split("\n", 1)[1] if "\n" in texts[0] else ""
+        for text in texts:
+            source.append(text)
+            wanted.update(dict.fromkeys(_anchors(text)))
+        for name, args in calls:
+            source.extend((name, args))
+            wanted[name] = None
+            wanted.update(dict.fromkeys(_MIXED.findall(args)))
+    missing = tuple(a for a in wanted if a not in summary)[:_REPORTED]
+    everything = "\n".join(source)
+    invented = tuple(
+        dict.fromkeys(
+            a for a in (*_MIXED.findall(summary), *_NAME.findall(summary)) if a not in everything
+        )
+    )[:_REPORTED]
+    return SummaryCheck(missing, invented)
 
 
 # -- the summary block ---------------------------------------------------------------
@@ -176,7 +258,10 @@ class Summarizer:
         instructions: str = SUMMARY_PROMPT,
         timeout: float | None = None,
         count_tokens: Callable[[str], int] = approximate_text_tokens,
+        verify: bool = False,
     ) -> None:
+        if not isinstance(verify, bool):
+            raise ConfigError(f"verify must be True or False, got {verify!r}")
         if not (callable(getattr(model, "invoke", None)) or callable(model)):
             raise ConfigError(
                 f"model must be a chat model with invoke() or a callable(str) -> str, "
@@ -199,6 +284,8 @@ class Summarizer:
         #: The instructions (system prompt).
         self.instructions = instructions.replace("{max_tokens}", str(max_tokens))
         self._count_tokens = count_tokens
+        #: Check each summary against the messages; retry once naming what it drops.
+        self.verify = verify
         # The last fold, by prompt: LangGraph may run a channel reducer twice on the same
         # update, and the same input must neither cost a second call nor differ.
         self._last: tuple[str, str] | None = None
@@ -296,12 +383,34 @@ class Summarizer:
         last = self._last
         if last is not None and last[0] == prompt:
             return last[1]
+        text = yield from self._answer(prompt)
+        if self.verify:
+            check = check_summary(pruned, text)
+            if check:
+                amend = _AMEND.format(
+                    missing=", ".join(check.missing) or "(none)",
+                    invented=", ".join(check.invented) or "(none)",
+                    summary=text,
+                    prompt=prompt,
+                )
+                text = yield from self._answer(amend)
+                check = check_summary(pruned, text)
+                if check:
+                    # Counts only: the facts are the conversation's.
+                    raise ConfigError(
+                        f"the summary still drops {len(check.missing)} fact(s) and names "
+                        f"{len(check.invented)} the messages do not hold, after a retry"
+                    )
+        self._last = (prompt, text)
+        return text
+
+    def _answer(self, prompt: str) -> Generator[str, Any, str]:
+        """The model's answer to ``prompt``, within :attr:`max_tokens`."""
         text, tokens = self._checked((yield prompt))
         if tokens > self.max_tokens:
             text, tokens = self._checked((yield self._shorten(text, tokens)))
             if tokens > self.max_tokens:
                 text = self._cut(text, tokens)
-        self._last = (prompt, text)
         return text
 
     def _shorten(self, text: str, tokens: int) -> str:
@@ -373,6 +482,7 @@ def summarize_with(
     instructions: str = SUMMARY_PROMPT,
     timeout: float | None = None,
     count_tokens: Callable[[str], int] = approximate_text_tokens,
+    verify: bool = False,
 ) -> Summarizer:
     """Build the built-in summariser, for ``ReducerConfig(summarize_fn=...)``.
 
@@ -390,6 +500,10 @@ def summarize_with(
         timeout: seconds a model call may take; longer counts as a failed fold (the
             reducer keeps the messages and retries on the next prune).
         count_tokens: ``callable(text) -> int`` measuring the summary against the cap.
+        verify: check each summary with :func:`check_summary`; when it drops an
+            identifier, a number or a tool name of the messages, or names what they do
+            not hold, ask once more naming them, then fail the fold (the reducer keeps
+            the messages) if the answer still does.
 
     Returns:
         A :class:`Summarizer`: ``reduce()`` calls it, ``areduce()`` awaits its
@@ -407,6 +521,7 @@ def summarize_with(
         instructions=instructions,
         timeout=timeout,
         count_tokens=count_tokens,
+        verify=verify,
     )
 
 
