@@ -534,7 +534,7 @@ def test_a_message_that_is_not_an_object(tmp_path: Path) -> None:
     [
         ("", "is empty"),
         ("  \n", "is empty"),
-        ("42", "got int 42"),
+        ("42", "got a JSON int"),
         ('{"model": "x"}', "got an object with keys ['model']"),
         ('{"messages": "hi"}', '"messages" must be a list'),
     ],

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ReducerConfig
-from .errors import ConfigError, MessageFormatError
+from .errors import ConfigError, MessageFormatError, ReducerError
 from .messages import (
     AI,
     FUNCTION,
@@ -276,7 +276,7 @@ def load(path: str) -> Transcript:
             got = (
                 f"an object with keys {sorted(document)!r:.80}"
                 if isinstance(document, dict)
-                else f"{type(document).__name__} {document!r:.40}"
+                else f"a JSON {type(document).__name__}"  # never its text: it may be content
             )
             raise _InputError(f"{source}: got {got}; {_EXPECTED}")
     _check_roles(transcript)
@@ -357,9 +357,7 @@ def _write_atomic(path: str, data: bytes) -> None:
                 raise FileNotFoundError(target)  # a link's mode says nothing: the default
             mode = stat.S_IMODE(status.st_mode)
         except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = 0o600  # a transcript is private, as the outbox's file is
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException as exc:
@@ -370,10 +368,17 @@ def _write_atomic(path: str, data: bytes) -> None:
         raise
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _emit(
     transcript: Transcript, surviving: list[Any], origin: Sequence[int], out: str | None
 ) -> None:
-    data = dump(transcript, surviving, origin).encode("utf-8")
+    text = dump(transcript, surviving, origin)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, only ever inside a JSON string
+        data = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text).encode("utf-8")
     if out is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
@@ -1034,6 +1039,14 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         parser.exit(1, f"{name}: error: {exc}\n")
     except MessageFormatError as exc:  # met past the first read (a value too deep to count)
         parser.exit(1, f"{name}: error: {exc}\n")
+    except (ReducerError, ValueError, RecursionError) as exc:
+        # One line, never a traceback, never the transcript's text.
+        why = (
+            f"a number has more than {sys.get_int_max_str_digits()} digits"
+            if isinstance(exc, ValueError) and "integer string conversion" in str(exc)
+            else f"cannot process the transcript ({type(exc).__name__})"
+        )
+        parser.exit(1, f"{name}: error: {why}\n")
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as other filters do.
         devnull = os.open(os.devnull, os.O_WRONLY)
