@@ -15,6 +15,7 @@ __all__ = (
     "Offload",
     "OutboxError",
     "Problem",
+    "Recovery",
     "ReducerConfig",
     "ReducerError",
     "ReducerResult",
@@ -23,6 +24,7 @@ __all__ = (
     "UnstorableError",
     "agent_config",
     "check_history",
+    "classify_error",
     "default_summary_messages_factory",
     "resolve_token_counter",
     "summarize_with",
@@ -30,6 +32,7 @@ __all__ = (
     "validate_history",
 )
 
+from ._recover import Recovery
 from .config import (
     DEFAULT_NAMESPACE_KEY,
     ReducerConfig,
@@ -47,6 +50,7 @@ from .errors import (
     UnstorableError,
 )
 from .hooks import Background
+from .recovery import classify_error
 from .reducer import MessageReducer
 from .summary import Summarizer, default_summary_messages_factory, summarize_with
 from .tokens import resolve_token_counter

@@ -22,7 +22,7 @@ import copy
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeGuard, TypeVar
 
@@ -115,6 +115,7 @@ __all__ = (
     "too_deep_among",
     "with_content",
     "with_parts",
+    "without_reasoning",
 )
 
 HUMAN = "human"
@@ -1450,6 +1451,48 @@ def reasoning_parts(message: object, index: int = 0) -> tuple[ReasoningPart, ...
     """
     record = read_message(message, index)
     return record.shape.reasoning(message, record)
+
+
+def without_reasoning(
+    message: _M, index: int = 0, *, kinds: Collection[str] | None = None
+) -> _M | None:
+    """A copy of ``message`` without its reasoning (:func:`reasoning_parts`; of ``kinds``
+    only, when given), each part dropped whole and every other part kept as it was;
+    ``message`` itself when it has none; ``None`` when nothing is left (a Responses
+    ``reasoning`` item, or a message of reasoning alone). Never mutates ``message``.
+
+    Raises:
+        MessageFormatError: the message cannot be read; the error names ``index``.
+    """
+    record = read_message(message, index)
+    parts = record.shape.reasoning(message, record)
+    if kinds is not None:
+        parts = tuple(p for p in parts if p.kind in kinds)
+    if not parts:
+        return message
+    if record.shape.group == GROUP_REASONING:
+        return None
+    blocks = {p.block for p in parts if p.block is not None}
+    key = "parts" if record.shape is _GEMINI or _pydantic_ai.is_message(message) else "content"
+    held = _get(_fields(message), key)
+    kept = [b for i, b in enumerate(held) if i not in blocks] if blocks else held
+    if blocks and not kept and not record.calls:
+        return None
+    if _pydantic_ai.is_message(message):
+        return dataclasses.replace(message, parts=kept)  # type: ignore[type-var]
+    copied: Any = with_content(message, kept) if key == "content" else copy.deepcopy(message)
+    fields: Any = _fields(copied)
+    if key == "parts":
+        fields[key] = copy.deepcopy(kept)
+    if any(p.block is None for p in parts):  # DeepSeek's reasoning_content field
+        extra = _get(fields, "additional_kwargs")
+        if isinstance(fields, dict):
+            fields.pop("reasoning_content", None)
+        elif "reasoning_content" in getattr(fields, "__dict__", {}):
+            setattr(fields, "reasoning_content", None)  # noqa: B010
+        if isinstance(extra, dict):
+            extra.pop("reasoning_content", None)
+    return copied  # type: ignore[no-any-return]
 
 
 def _chat_reasoning(message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:

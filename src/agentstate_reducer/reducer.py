@@ -532,9 +532,14 @@ class MessageReducer:
                 "reported must be a positive count of input tokens, a usage record or a "
                 f"message with usage_metadata, got {reported!r:.80}"
             )
+        return self.calibration(namespace).observe(self.request_tokens(messages), tokens)
+
+    def request_tokens(self, messages: Any) -> int:
+        """The estimate of a request holding ``messages``: their counts, the request
+        overhead (``system_prompt``, ``tools``) and the reply priming, in the counter's
+        tokens (before calibration)."""
         counts = self.count_tokens(as_message_list(messages))
-        estimated = sum(counts) + self._overhead + REPLY_PRIMING_TOKENS
-        return self.calibration(namespace).observe(estimated, tokens)
+        return sum(counts) + self._overhead + REPLY_PRIMING_TOKENS
 
     def set_request_overhead(self, *, tools: Any = (), system_prompt: str | None = None) -> int:
         """Count what each request sends besides the history, replacing the config's.
@@ -583,13 +588,19 @@ class MessageReducer:
         config = self.config
         found = self._calibrations.get(namespace_key(namespace))
         factor = found.factor if found is not None else 1.0
+        ceiling = found.ceiling if found is not None else None
         overhead = self._overhead
-        if factor == 1.0 and not overhead:
+        if factor == 1.0 and not overhead and ceiling is None:
             return config
         assert config.max_tokens is not None
-        high = max(1, int(config.max_tokens / factor) - overhead)
+        whole = config.max_tokens / factor
+        share = 1.0 if ceiling is None or ceiling >= whole else ceiling / whole
+        high = max(1, int(whole * share) - overhead)
         target = config.target_tokens
-        low = None if target is None else min(high, max(1, int(target / factor) - overhead))
+        low = (
+            None if target is None
+            else min(high, max(1, int(target / factor * share) - overhead))
+        )
         key = (high, low)
         budget = self._budgets.get(key)
         if budget is None:

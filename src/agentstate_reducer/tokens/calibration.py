@@ -54,6 +54,10 @@ class Calibration:
         self.factor = 1.0
         #: Requests observed so far.
         self.observations = 0
+        #: The most a request's messages and overhead may count (the counter's tokens,
+        #: as ``max_tokens``), learned from a provider's refusal (:meth:`cap`); ``None``:
+        #: no such bound.
+        self.ceiling: int | None = None
 
     def observe(self, estimated: int, reported: int) -> float:
         """Learn from one request; return the new factor.
@@ -73,8 +77,23 @@ class Calibration:
             self.observations += 1
             return self.factor
 
+    def cap(self, tokens: int) -> int:
+        """Lower :attr:`ceiling` to ``tokens`` (never raise it); return the ceiling.
+
+        Raises:
+            ConfigError: ``tokens`` is not a positive int.
+        """
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0:
+            raise ConfigError(f"tokens must be a positive int, got {tokens!r}")
+        with self._lock:
+            self.ceiling = tokens if self.ceiling is None else min(self.ceiling, tokens)
+            return self.ceiling
+
     def __repr__(self) -> str:
-        return f"Calibration(factor={self.factor:.4f}, observations={self.observations})"
+        return (
+            f"Calibration(factor={self.factor:.4f}, observations={self.observations}, "
+            f"ceiling={self.ceiling})"
+        )
 
 
 def _tool_schema(tool: Any) -> Any:
