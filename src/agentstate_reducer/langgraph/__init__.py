@@ -9,6 +9,9 @@ Three places to bound a conversation (see ``docs/langgraph.md`` for which to pic
 * before each model call: :class:`ReducingMiddleware` (``langchain.agents``) and
   :func:`reducing_pre_model_hook` (``create_react_agent``) emit ``RemoveMessage`` updates.
 
+:func:`recovering_model` retries a graph node's model call once after the provider
+refuses it (too large, or a reasoning signature); the middleware does so by itself.
+
 :func:`store_hook` hands what was pruned (and the originals context editing replaced)
 to any LangGraph ``BaseStore``; :func:`fetch_original` and :func:`recall_tool` read an
 edited original back by its handle.
@@ -25,6 +28,7 @@ __all__ = (
     "fetch_original",
     "memory_namespace",
     "recall_tool",
+    "recovering_model",
     "reducing_add_messages",
     "reducing_pre_model_hook",
     "store_hook",
@@ -43,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from ._graph import reducing_add_messages, reducing_pre_model_hook
 from ._recall import recall_tool
+from ._recover import recovering_model
 from ._saver import ReducingSaver, aapply_reducer, apply_reducer, memory_namespace
 from ._store import afetch_original, fetch_original, store_hook
 

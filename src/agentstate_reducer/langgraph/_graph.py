@@ -21,6 +21,7 @@ from ._saver import memory_namespace, warn_over_budget
 
 __all__ = (
     "PrunedIds",
+    "channel_namespace",
     "merge_messages",
     "removal_update",
     "reducing_add_messages",
@@ -53,6 +54,14 @@ def run_namespace(reducer: MessageReducer) -> Any:
     except RuntimeError:
         return None
     return memory_namespace(reducer, config)
+
+
+def channel_namespace(reducer: MessageReducer, namespace: Any = None) -> Any:
+    """The namespace a channel reducer of ``reducer`` reduces under: ``namespace`` when
+    given, else :func:`run_namespace` when it has hooks, else ``None``."""
+    if namespace is not None:
+        return namespace
+    return run_namespace(reducer) if reducer.config.on_prune else None
 
 
 def _check_format(format: object) -> None:
@@ -98,12 +107,7 @@ def reducing_add_messages(
 
     def merge_and_reduce(left: Any, right: Any, *, format: str | None = format) -> list[Any]:
         merged = merge_messages(left, right, pruned, format)
-        if namespace is not None:
-            where = namespace
-        elif reducer.config.on_prune:
-            where = run_namespace(reducer)
-        else:
-            where = None
+        where = channel_namespace(reducer, namespace)
         result = reducer.reduce(merged, namespace=where)
         warn_in_run(reducer, result)
         pruned.add(result.pruned)

@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 from langgraph.runtime import Runtime
 
+from .._recover import Recovery
 from ..errors import ConfigTypeError
 from ..reducer import MessageReducer
 from ._graph import removal_update, run_namespace, warn_in_run
@@ -41,12 +42,20 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     sends, as ``wrap_model_call`` sees them (from the first request on; the reduce before
     the very first request knows only ``tools`` and the reducer's config).
 
+    When the provider refuses a request as too large for its context window, or rejects a
+    reasoning signature, ``wrap_model_call`` sends it once more, reduced at a smaller
+    budget or without the reasoning of earlier turns (:class:`~agentstate_reducer.
+    Recovery`); a second refusal raises the provider's own error. ``recover=False`` turns
+    that off.
+
     Example:
         >>> from langchain.agents import create_agent                 # doctest: +SKIP
         >>> agent = create_agent(model, tools, middleware=[ReducingMiddleware(reducer)])
     """
 
-    def __init__(self, reducer: MessageReducer, *, tools: Sequence[Any] = ()) -> None:
+    def __init__(
+        self, reducer: MessageReducer, *, tools: Sequence[Any] = (), recover: bool = True
+    ) -> None:
         if not isinstance(reducer, MessageReducer):
             raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
         super().__init__()
@@ -54,6 +63,8 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.reducer = reducer
         self._extra_tools = list(tools)
         self._seen: tuple[Any, ...] | None = None
+        #: Retries after a provider's refusal (``None`` with ``recover=False``).
+        self.recovery = Recovery(reducer) if recover else None
         if self._extra_tools and reducer.config.token_mode:
             reducer.set_request_overhead(tools=self._extra_tools)
 
@@ -73,7 +84,13 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
         self._see(request)
-        return handler(request)
+        if self.recovery is None:
+            return handler(request)
+        return self.recovery.call(
+            request.messages,
+            lambda messages: handler(request.override(messages=messages)),
+            namespace=run_namespace(self.reducer),
+        )
 
     async def awrap_model_call(
         self,
@@ -81,7 +98,13 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         self._see(request)
-        return await handler(request)
+        if self.recovery is None:
+            return await handler(request)
+        return await self.recovery.acall(
+            request.messages,
+            lambda messages: handler(request.override(messages=messages)),
+            namespace=run_namespace(self.reducer),
+        )
 
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
