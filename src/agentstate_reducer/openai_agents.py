@@ -5,6 +5,8 @@ Needs the extra: ``pip install "agentstate-reducer[openai-agents]"``.
 * :func:`reducing_input_filter` is a ``RunConfig(call_model_input_filter=...)``: before
   every model call it reduces the input items the SDK is about to send (the session's
   history, the new input and everything the run produced so far).
+* :class:`RecoveringModel` wraps the agent's model: a request the provider refuses as
+  too large, or for a reasoning signature, is sent once more, reduced or stripped.
 * :class:`ReducingSession` wraps any session (``SQLiteSession``, your own): each time the
   SDK adds items, the stored history is reduced, and the pruned items leave the store.
 
@@ -18,10 +20,11 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 try:
+    from agents.models.interface import Model
     from agents.run_config import CallModelData, ModelInputData
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     raise ImportError(
@@ -30,12 +33,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 from ._locks import LoopSafeLock
+from ._recover import Recovery
 from .config import ReducerResult
 from .errors import ConfigTypeError
-from .messages import INJECTED_KEY
+from .messages import HUMAN, INJECTED_KEY, write_message
 from .reducer import MessageReducer, warn_once_over_budget
 
-__all__ = ("ReducingSession", "reducing_input_filter")
+__all__ = ("RecoveringModel", "ReducingSession", "reducing_input_filter")
 
 #: First label of the default namespace, as the other integrations name it.
 MEMORIES = "memories"
@@ -338,3 +342,86 @@ class ReducingSession:
 
     def __repr__(self) -> str:
         return f"ReducingSession({self.session!r}, {self.reducer!r})"
+
+
+def _items(input: Any) -> list[Any]:
+    """The SDK's input as items (a string is one user message, as the SDK reads it)."""
+    return [write_message(HUMAN, input)] if isinstance(input, str) else list(input)
+
+
+class RecoveringModel(Model):
+    """An SDK ``Model`` that sends a refused request once more, reduced or stripped.
+
+    When ``model`` raises a context-length error (OpenAI ``context_length_exceeded``,
+    HTTP 413, the other providers' equivalents), the input is reduced again with
+    ``reducer`` at a smaller budget (the thread's ceiling is lowered, so the
+    :func:`reducing_input_filter` under the same ``namespace`` keeps under it from then
+    on); when it rejects a reasoning signature, the input goes without the reasoning of
+    earlier turns. A second refusal raises the provider's own error (see
+    :class:`~agentstate_reducer.Recovery`). Streaming retries only when the stream fails
+    before its first event.
+
+    Example:
+        >>> agent = Agent(name="a", model=RecoveringModel(OpenAIResponsesModel(...), reducer))
+        ...                                                             # doctest: +SKIP
+    """
+
+    def __init__(self, model: Model, reducer: MessageReducer, *, namespace: Any = None) -> None:
+        if not isinstance(model, Model):
+            raise ConfigTypeError(f"model must be an Agents SDK Model, got {model!r}")
+        #: The model that serves the requests.
+        self.model = model
+        #: The reducer a refusal lowers the budget of.
+        self.reducer = _check(reducer)
+        self.namespace = namespace
+        #: Retries after a provider's refusal.
+        self.recovery = Recovery(self.reducer, finish=lambda r: _sendable(r.surviving))
+
+    async def get_response(
+        self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        return await self.recovery.acall(
+            _items(input),
+            lambda sent: self.model.get_response(system_instructions, sent, *args, **kwargs),
+            namespace=self.namespace,
+        )
+
+    def stream_response(
+        self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        return self._stream(system_instructions, _items(input), args, kwargs)
+
+    async def _stream(
+        self, system: str | None, items: list[Any], args: Any, kwargs: Any
+    ) -> AsyncIterator[Any]:
+        sent = self.recovery.prepare(items, self.namespace)
+        events = self.model.stream_response(system, sent, *args, **kwargs).__aiter__()
+        try:
+            first = await events.__anext__()
+        except StopAsyncIteration:
+            return
+        except Exception as exc:
+            retry = await self.recovery.aretry_messages(sent, exc, self.namespace)
+            if retry is None:
+                raise
+        else:
+            yield first
+            async for event in events:
+                yield event
+            return
+        self.recovery.retries += 1
+        try:
+            async for event in self.model.stream_response(system, retry, *args, **kwargs):
+                yield event
+        except Exception:
+            self.recovery.failed_retries += 1
+            raise
+
+    def get_retry_advice(self, request: Any) -> Any:
+        return self.model.get_retry_advice(request)
+
+    async def close(self) -> None:
+        await self.model.close()
+
+    def __repr__(self) -> str:
+        return f"RecoveringModel({self.model!r}, {self.reducer!r})"

@@ -25,6 +25,7 @@ from typing import Any
 try:
     from pydantic_ai import RunContext
     from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.exceptions import RetryModelRequest
     from pydantic_ai.messages import (
         ModelMessage,
         ModelRequest,
@@ -38,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
         'pip install "agentstate-reducer[pydantic-ai]"'
     ) from exc
 
+from ._recover import Recovery
 from .config import ReducerResult
 from .errors import ConfigTypeError
 from .messages import match_shape, request_instructions
@@ -195,6 +197,12 @@ class ReducingCapability(AbstractCapability[Any]):
     token mode the request's tool definitions and instructions are counted once against
     the budget, and again only when they change.
 
+    When the provider refuses a request as too large for its context window, or rejects a
+    reasoning signature, the capability makes one more attempt (``RetryModelRequest``),
+    reduced at a smaller budget or without the reasoning of earlier turns
+    (:class:`~agentstate_reducer.Recovery`); a second refusal raises the provider's own
+    error. ``recover=False`` turns that off.
+
     Example:
         >>> agent = Agent(model, capabilities=[ReducingCapability(reducer)])  # doctest: +SKIP
     """
@@ -202,12 +210,21 @@ class ReducingCapability(AbstractCapability[Any]):
     #: The reducer run before each model request.
     reducer: MessageReducer
     namespace: NamespaceLike = None
+    #: Retries after a provider's refusal (``None`` with ``recover=False``).
+    recovery: Recovery | None = field(default=None, repr=False)
     _seen: Any = field(default=None, repr=False)
+    _retries: dict[int, Any] = field(default_factory=dict, repr=False)
 
-    def __init__(self, reducer: MessageReducer, *, namespace: NamespaceLike = None) -> None:
+    def __init__(
+        self, reducer: MessageReducer, *, namespace: NamespaceLike = None, recover: bool = True
+    ) -> None:
         self.reducer = _check(reducer)
         self.namespace = namespace
+        self.recovery = Recovery(self.reducer, finish=_in_shape) if recover else None
         self._seen = None
+        # Per request (its context lives through its attempts): the messages of the retry
+        # to send, then the attempt sending them.
+        self._retries = {}
 
     def _see(self, request_context: ModelRequestContext) -> None:
         if not self.reducer.config.token_mode:
@@ -237,6 +254,44 @@ class ReducingCapability(AbstractCapability[Any]):
         request_context.messages = reduced.copy()
         ctx.messages[:] = reduced
         return request_context
+
+    async def prepare_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        if self.recovery is None:
+            return request_context
+        retry = self._retries.get(id(request_context))
+        if isinstance(retry, list):  # the attempt after a refusal
+            self._retries[id(request_context)] = request_context.attempt
+            request_context.messages = retry
+        else:
+            where = _resolve(self.namespace, ctx)
+            request_context.messages = self.recovery.prepare(request_context.messages, where)
+        return request_context
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        recovery = self.recovery
+        if recovery is None:
+            raise error
+        if self._retries.pop(id(request_context), None) == request_context.attempt:
+            recovery.failed_retries += 1
+            raise error  # the retry was refused too
+        where = _resolve(self.namespace, ctx)
+        sent = _split_first(list(request_context.messages))
+        retry = await recovery.aretry_messages(sent, error, where)
+        if retry is None:
+            raise error
+        recovery.retries += 1
+        self._retries[id(request_context)] = retry
+        raise RetryModelRequest()
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        self._retries.pop(id(request_context), None)
+        return response
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
