@@ -15,6 +15,7 @@ from .hooks import namespace_key as _key
 from .recovery import SIGNATURE, ProviderError, classify_error, retry_size
 from .recovery import strip_reasoning as _strip
 from .reducer import MessageReducer
+from .tokens import REPLY_PRIMING_TOKENS
 
 __all__ = ("Recovery",)
 
@@ -134,7 +135,8 @@ class Recovery:
         size = retry_size(
             estimated, tokens=found.tokens, limit=found.limit, factor=calibration.factor
         )
-        ceiling = calibration.cap(size)
+        # The ceiling bounds what a budget does (messages and overhead): not the priming.
+        ceiling = calibration.cap(max(1, size - REPLY_PRIMING_TOKENS))
         logger.warning(
             "agentstate-reducer: the provider refused a request of about %d tokens as too "
             "large (it says %s of %s); retrying once under %d",
