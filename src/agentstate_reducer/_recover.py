@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from .config import ReducerResult
+from .errors import ConfigTypeError
 from .hooks import namespace_key as _key
 from .recovery import SIGNATURE, ProviderError, classify_error, retry_size
 from .recovery import strip_reasoning as _strip
@@ -68,7 +69,7 @@ class Recovery:
         finish: Callable[[ReducerResult], list[Any]] = _surviving,
     ) -> None:
         if not isinstance(reducer, MessageReducer):
-            raise TypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+            raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
         #: The reducer whose budget a refusal lowers.
         self.reducer = reducer
         self._finish = finish
