@@ -13,11 +13,13 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -139,6 +141,27 @@ sys.stdin.readline()
 result = MessageReducer(config=config).reduce(history, namespace=["memories", "alice"])
 print(json.dumps([m["id"] for m in result.pruned]), flush=True)
 time.sleep(60)  # killed here: after the enqueue, before any delivery
+"""
+
+READ_ONLY_CHILD = """
+import json, os, sys
+import agentstate_reducer.outbox.sqlite
+from agentstate_reducer.outbox import SQLiteOutbox
+if sys.argv[2] == "True":
+    os.setgid(65534)
+    os.setuid(65534)
+outbox = SQLiteOutbox(sys.argv[1])
+found = {"counts": outbox.counts(), "read_only": outbox.read_only}
+found["get"] = outbox.get("m1", ["memories", "alice"]).message["content"]
+found["dead"] = [job.key for job in outbox.dead_letters()]
+for name, call in (("enqueue", lambda: outbox.enqueue([{"role": "user", "content": "x"}])),
+                   ("claim", lambda: outbox.claim(1))):
+    try:
+        call()
+        found[name] = "no error"
+    except Exception as exc:
+        found[name] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(found))
 """
 
 HANGING_RELAY = """
@@ -922,6 +945,50 @@ class TestSQLiteOutbox(OutboxContract):
         with pytest.raises(OutboxError, match="is closed"):
             outbox.enqueue(batch(1), NS)
 
+    @pytest.mark.parametrize("directory", ["writable", "read-only"])
+    def test_a_file_this_process_cannot_write_opens_for_reading(self, directory: str) -> None:
+        # Not under tmp_path: its parents are private to this user, and as root the
+        # child reads as another user (root writes whatever the permissions say).
+        home = Path(tempfile.mkdtemp(prefix="agentstate-ro-"))
+        try:
+            path = home / "outbox.db"
+            writer = SQLiteOutbox(path)
+            writer.enqueue(batch(2), NS)
+            writer.fail(writer.claim(1)[0], "boom", dead=True)
+            writer.close()
+            other_user = os.geteuid() == 0
+            # Readable, not writable; maybe in a directory this process cannot write
+            # either, where SQLite cannot create the -shm file WAL reads need.
+            os.chmod(path, 0o644 if other_user else 0o444)
+            writable = 0o777 if other_user else 0o755
+            os.chmod(home, writable if directory == "writable" else 0o555)
+            child = subprocess.run(
+                [sys.executable, "-c", READ_ONLY_CHILD, str(path), str(other_user)],
+                capture_output=True, text=True, timeout=60,
+            )
+            assert child.returncode == 0, child.stderr
+            found = json.loads(child.stdout)
+            assert found["counts"] == {"ready": 1, "claimed": 0, "done": 0, "failed": 1}
+            assert found["get"] == "message 1" and found["dead"] == ["m0"]
+            assert found["read_only"] is True
+            assert "is open for reading only: it cannot enqueue" in found["enqueue"]
+            assert found["claim"].startswith("OutboxError")
+        finally:
+            os.chmod(home, 0o755)
+            shutil.rmtree(home)
+
+    def test_read_only_is_refused_writes_even_when_the_file_is_writable(
+        self, backend: Backend
+    ) -> None:
+        backend.make().enqueue(batch(1), NS)
+        reader = backend.make(read_only=True)
+        assert reader.counts()["ready"] == 1 and reader.get("m0", NS) is not None
+        with pytest.raises(OutboxError, match="open for reading only: it cannot claim"):
+            reader.claim(1)
+        assert backend.make().counts()["ready"] == 1
+        with pytest.raises(OutboxError, match="no table"):
+            backend.make(read_only=True, table="missing")
+
 
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
@@ -1032,6 +1099,44 @@ class TestPostgresOutbox(OutboxContract, StallContract):
         assert started == []
         assert outbox.counts()["ready"] == 16
         pool.conn.close()
+
+    @pytest.mark.slow
+    def test_a_connect_timeout_in_the_url_is_honoured(self, backend: Backend) -> None:
+        from agentstate_reducer.outbox import PostgresOutbox
+
+        proxy = StallingProxy(self.target())
+        proxy.stall()  # a server that accepts the connection and never answers
+        try:
+            started = time.monotonic()
+            with pytest.raises(OutboxError, match="could not create the table"):
+                PostgresOutbox(f"postgresql://postgres@127.0.0.1:{proxy.port}/x?connect_timeout=2")
+            took = time.monotonic() - started
+            assert 1.5 < took < 6, took  # before: 10 s, whatever the URL said
+        finally:
+            proxy.close()
+        outbox = backend.make(conninfo=backend.kwargs["conninfo"] + "&connect_timeout=3")
+        assert isinstance(outbox, PostgresOutbox) and outbox.connect_timeout == 3.0
+        given = backend.make(conninfo=outbox.conninfo, connect_timeout=4)
+        assert isinstance(given, PostgresOutbox) and given.connect_timeout == 4.0
+
+    def test_the_url_connect_timeout_is_read_as_libpq_reads_it(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from agentstate_reducer import ConfigError
+        from agentstate_reducer.outbox.postgres import _url_connect_timeout
+
+        monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+        assert _url_connect_timeout("postgresql://u@h/db?connect_timeout=3") == 3.0
+        assert _url_connect_timeout("host=h connect_timeout=7 dbname=d") == 7.0
+        assert _url_connect_timeout("postgresql://u@h/db") == 10.0
+        assert _url_connect_timeout("postgresql://u@h/db?connect_timeout=0") == 10.0
+        monkeypatch.setenv("PGCONNECT_TIMEOUT", "5")
+        assert _url_connect_timeout("postgresql://u@h/db") == 5.0
+        with pytest.raises(ConfigError, match="must be a number, got 'soon'"):
+            _url_connect_timeout("postgresql://u@h/db?connect_timeout=soon")
+        with pytest.raises(ConfigError, match="not a valid libpq") as caught:
+            _url_connect_timeout("host=h password='s3cret")
+        assert "s3cret" not in str(caught.value)
 
     def test_the_watchdog_clock_runs_in_a_forked_child_too(self) -> None:
         from agentstate_reducer.outbox.postgres import _Watchdog
@@ -1336,6 +1441,117 @@ def test_hooks_and_relay_check_their_arguments(sqlite_outbox: SQLiteOutbox) -> N
         sqlite_outbox.enqueue({"role": "user", "content": "x"})  # type: ignore[arg-type]
 
 
+SECRET = "the user's card number 4111-1111"
+
+
+def _outbox_junk(outbox: SQLiteOutbox, tmp_path: Path) -> dict[str, Callable[[], Any]]:
+    """Every public outbox entry point given junk (the name says which, and how)."""
+    job = Job(1, None, "null", "k", "json", "{}", 1)
+    corrupt = Job(1, None, "null", "k", "json", '{"__agentstate__": "nope"}', 1)
+    junk: dict[str, Callable[[], Any]] = {
+        "SQLiteOutbox :memory:": lambda: SQLiteOutbox(":memory:"),
+        "SQLiteOutbox path 5": lambda: SQLiteOutbox(5),  # type: ignore[arg-type]
+        "SQLiteOutbox synchronous": lambda: SQLiteOutbox(tmp_path / "a.db", synchronous="OFF"),
+        "SQLiteOutbox table": lambda: SQLiteOutbox(tmp_path / "a.db", table="x; DROP"),
+        "SQLiteOutbox max_attempts": lambda: SQLiteOutbox(tmp_path / "a.db", max_attempts=0),
+        "SQLiteOutbox timeout": lambda: SQLiteOutbox(tmp_path / "a.db", timeout=-1),
+        "SQLiteOutbox max_idle": lambda: SQLiteOutbox(tmp_path / "a.db", max_idle=True),
+        "SQLiteOutbox read_only": lambda: SQLiteOutbox(tmp_path / "a.db", read_only="yes"),  # type: ignore[arg-type]
+        "SQLiteOutbox in a file": lambda: SQLiteOutbox(tmp_path / "a.db" / "b.db"),
+        "enqueue a dict": lambda: outbox.enqueue({"role": "user", "content": SECRET}),  # type: ignore[arg-type]
+        "enqueue None": lambda: outbox.enqueue(None),  # type: ignore[arg-type]
+        "enqueue a string": lambda: outbox.enqueue(SECRET),  # type: ignore[arg-type]
+        "enqueue an object": lambda: outbox.enqueue([object()]),
+        "enqueue a namespace": lambda: outbox.enqueue(batch(1), object()),
+        "claim limit": lambda: outbox.claim(0),
+        "claim lease": lambda: outbox.claim(1, float("inf")),
+        "ack ints": lambda: outbox.ack([1]),  # type: ignore[list-item]
+        "ack None": lambda: outbox.ack(None),  # type: ignore[arg-type]
+        "fail an int": lambda: outbox.fail(1, "x"),  # type: ignore[arg-type]
+        "fail retry_after": lambda: outbox.fail(job, "x", retry_after=-1),
+        "renew lease": lambda: outbox.renew([job], 0),
+        "revive ints": lambda: outbox.revive([1]),  # type: ignore[list-item]
+        "discard ints": lambda: outbox.discard([1]),  # type: ignore[list-item]
+        "edit an int": lambda: outbox.edit(1, {}),  # type: ignore[arg-type]
+        "edit an object": lambda: outbox.edit(job, object()),
+        "get None": lambda: outbox.get(None),
+        "original empty": lambda: outbox.original(""),
+        "purge negative": lambda: outbox.purge(-1),
+        "dead_letters 0": lambda: outbox.dead_letters(0),
+        "a corrupted job's message": lambda: corrupt.message,
+        "a job of an unknown kind": lambda: Job(1, None, "null", "k", "xml", "{}", 1).message,
+        "a job that is no JSON": lambda: Job(1, None, "null", "k", "json", "{half", 1).message,
+        "a LangChain job that is no message": lambda: Job(
+            1, None, "null", "k", "langchain", '{"role": "user", "content": "hi"}', 1
+        ).message,
+        "OutboxHook": lambda: OutboxHook(5),  # type: ignore[arg-type]
+        "AsyncOutboxHook": lambda: AsyncOutboxHook(None),  # type: ignore[arg-type]
+        "Relay outbox": lambda: Relay(5, print),  # type: ignore[arg-type]
+        "Relay deliver_fn": lambda: Relay(outbox, 5),  # type: ignore[arg-type]
+        "Relay batch": lambda: Relay(outbox, print, batch=0),
+        "Relay retry_delay": lambda: Relay(outbox, print, retry_delay=float("nan")),
+        "closed": lambda: (outbox.close(), outbox.counts()),
+    }
+    try:
+        from agentstate_reducer.outbox import PostgresOutbox
+    except ImportError:  # pragma: no cover - the extra is part of the dev install
+        pass
+    else:
+        junk |= {
+            "PostgresOutbox neither": lambda: PostgresOutbox(),
+            "PostgresOutbox both": lambda: PostgresOutbox("x", pool=object()),
+            "PostgresOutbox conninfo 5": lambda: PostgresOutbox(5),  # type: ignore[arg-type]
+            "PostgresOutbox pool": lambda: PostgresOutbox(pool=object()),
+            "PostgresOutbox bad conninfo": lambda: PostgresOutbox(f"password='{SECRET}"),
+            "PostgresOutbox refused": lambda: PostgresOutbox(
+                "postgresql://postgres@127.0.0.1:1/x", connect_timeout=1
+            ),
+            "PostgresOutbox connect_timeout": lambda: PostgresOutbox(
+                "postgresql://postgres@127.0.0.1:1/x?connect_timeout=soon"
+            ),
+        }
+    try:
+        from agentstate_reducer.outbox import RedisOutbox
+    except ImportError:  # pragma: no cover
+        pass
+    else:
+        junk |= {
+            "RedisOutbox neither": lambda: RedisOutbox(),
+            "RedisOutbox url 5": lambda: RedisOutbox(5),  # type: ignore[arg-type]
+            "RedisOutbox not a URL": lambda: RedisOutbox("ftp://x"),
+            "RedisOutbox prefix": lambda: RedisOutbox("redis://127.0.0.1:1/0", prefix=""),
+            "RedisOutbox client": lambda: RedisOutbox(client=5),
+            "RedisOutbox refused": lambda: RedisOutbox(
+                "redis://127.0.0.1:1/0", connect_timeout=1
+            ).counts(),
+        }
+    return junk
+
+
+def test_every_outbox_error_is_a_reducer_error_and_keeps_its_built_in(tmp_path: Path) -> None:
+    from agentstate_reducer import ConfigError, JobDecodeError, ReducerError
+
+    outbox = SQLiteOutbox(tmp_path / "outbox.db")
+    wrong: list[str] = []
+    for name, call in _outbox_junk(outbox, tmp_path).items():
+        try:
+            call()
+        except ImportError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, ReducerError) or SECRET in str(exc):
+                wrong.append(f"{name}: {type(exc).__name__}: {str(exc)[:80]}")
+            # What 0.5.0 code catches keeps catching it.
+            if isinstance(exc, ConfigError) and not isinstance(exc, ValueError):
+                wrong.append(f"{name}: a ConfigError that is no ValueError")
+        else:
+            wrong.append(f"{name}: raised nothing")
+    assert wrong == []
+    with pytest.raises(ValueError):  # a corrupted row was a ValueError, and still is
+        _ = Job(1, None, "null", "k", "json", "{half", 1).message
+    assert issubclass(JobDecodeError, ValueError) and issubclass(JobDecodeError, OutboxError)
+
+
 # -- Relay -------------------------------------------------------------------------------------
 
 
@@ -1394,7 +1610,8 @@ def test_a_row_that_cannot_be_rebuilt_is_dead_lettered_alone(sqlite_outbox: SQLi
     assert sorted(sink.entries) == [("ns", "m0"), ("ns", "m1")]
     (dead,) = sqlite_outbox.dead_letters()
     assert dead.key == "bad" and dead.attempts == 1
-    assert dead.last_error is not None and dead.last_error.startswith("JSONDecodeError")
+    assert dead.last_error is not None and dead.last_error.startswith("JobDecodeError")
+    assert "JSONDecodeError" in dead.last_error  # the cause, named
 
 
 def test_a_delivery_longer_than_the_lease_keeps_it(sqlite_outbox: SQLiteOutbox) -> None:

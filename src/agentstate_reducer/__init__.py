@@ -10,6 +10,7 @@ __all__ = (
     "ContextEdit",
     "DEFAULT_NAMESPACE_KEY",
     "InvalidHistoryError",
+    "JobDecodeError",
     "MessageFormatError",
     "MessageReducer",
     "Offload",
@@ -44,6 +45,7 @@ from .edit import ClearToolResults, ContextEdit, Offload
 from .errors import (
     ConfigError,
     ConfigTypeError,
+    JobDecodeError,
     MessageFormatError,
     OutboxError,
     ReducerError,

@@ -5,8 +5,9 @@
     │   └── ConfigTypeError(ConfigError, TypeError) an argument has the wrong type
     ├── MessageFormatError(ReducerError, TypeError) a message cannot be read
     ├── OutboxError(ReducerError, RuntimeError)    a durable outbox could not store or update jobs
-    │   └── UnstorableError(OutboxError, MessageFormatError)  a message or namespace it
-    │                                                          cannot store losslessly
+    │   ├── UnstorableError(OutboxError, MessageFormatError)  a message or namespace it
+    │   │                                                      cannot store losslessly
+    │   └── JobDecodeError(OutboxError, ValueError)  a stored job cannot be rebuilt
     └── InvalidHistoryError(ReducerError, ValueError)  check_history found problems
                                                        (defined in validate.py)
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 __all__ = (
     "ConfigError",
     "ConfigTypeError",
+    "JobDecodeError",
     "MessageFormatError",
     "OutboxError",
     "ReducerError",
@@ -63,3 +65,11 @@ class UnstorableError(OutboxError, MessageFormatError):
     index: int | None = None
     #: What is wrong with it, without the index (``field ['content']: ...``).
     detail: str = ""
+
+
+class JobDecodeError(OutboxError, ValueError):
+    """A stored job cannot be rebuilt (a corrupted row); the decoder's error is chained.
+
+    A ``ValueError`` too, as the JSON error it replaces was. A relay dead-letters such
+    a job alone, with this error.
+    """

@@ -211,11 +211,12 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
             keep every checkpoint). See docs/langgraph.md for the supported savers.
 
     Raises:
-        TypeError: ``inner`` is not a ``BaseCheckpointSaver``.
+        ConfigTypeError: ``inner`` is not a ``BaseCheckpointSaver`` (a ``TypeError``).
         ConfigTypeError: ``reducer`` is not a ``MessageReducer`` (``None`` included); both a
             ``TypeError`` and a ``ValueError``, as 0.5.0 raised ``ValueError`` here.
-        ValueError: ``inner`` already holds a different reducer (two dedupe memories
-            would deliver the same pruned messages twice), or ``messages_key`` is empty.
+        ConfigError: ``inner`` already holds a different reducer (two dedupe memories
+            would deliver the same pruned messages twice), or ``messages_key`` is empty
+            (a ``ValueError``).
         ConfigError: ``keep_checkpoints`` is not an int >= 1, or ``inner`` is a saver
             retention cannot delete from.
 
@@ -256,14 +257,14 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         keep_checkpoints: int | None = None,
     ) -> None:
         if not isinstance(inner, BaseCheckpointSaver):
-            raise TypeError(f"inner must be a LangGraph BaseCheckpointSaver, got {inner!r}")
+            raise ConfigTypeError(f"inner must be a LangGraph BaseCheckpointSaver, got {inner!r}")
         if not isinstance(reducer, MessageReducer):
             raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
         if not isinstance(messages_key, str) or not messages_key:
-            raise ValueError(f"messages_key must be a non-empty string, got {messages_key!r}")
+            raise ConfigError(f"messages_key must be a non-empty string, got {messages_key!r}")
         held = getattr(inner, "reducer", _ABSENT)
         if held is not _ABSENT and held is not None and held is not reducer:
-            raise ValueError(
+            raise ConfigError(
                 f"inner saver {inner!r} already holds a different reducer ({held!r}); pass "
                 "that reducer, since two dedupe memories would deliver pruned messages twice"
             )

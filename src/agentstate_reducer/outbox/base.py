@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
-from ..errors import OutboxError, UnstorableError
+from ..errors import ConfigError, ConfigTypeError, JobDecodeError, OutboxError, UnstorableError
 from ..messages import MAX_DEPTH as _READ_DEPTH
 from ..messages import is_serialisation_stub, raw_message_id
 
@@ -177,7 +177,7 @@ def _restore(value: Any) -> Any:
         return base64.b64decode(value["base64"])
     if tag == "dict":
         return {_restore(k): _restore(v) for k, v in value["items"]}
-    raise ValueError(f"unknown {TAG} tag {tag!r}")
+    raise JobDecodeError(f"unknown {TAG} tag {tag!r:.40}")
 
 
 def _langchain_message_class() -> type[Any] | None:
@@ -234,12 +234,22 @@ def _refuse_stubs(value: Any, index: int, path: tuple[object, ...]) -> None:
 
 
 def decode_message(kind: str, text: str) -> Any:
-    """Rebuild a message stored by :func:`encode_message` (LangChain: chat messages only)."""
-    value = _restore(json.loads(text))
+    """Rebuild a message stored by :func:`encode_message` (LangChain: chat messages only).
+
+    Raises:
+        JobDecodeError: ``text`` is not what :func:`encode_message` stores, or ``kind``
+            is unknown (the decoder's error chained).
+    """
+    if kind not in (JSON_KIND, LANGCHAIN_KIND):
+        raise JobDecodeError(f"kind must be {JSON_KIND!r} or {LANGCHAIN_KIND!r}, got {kind!r}")
+    try:
+        value = _restore(json.loads(text))
+    except JobDecodeError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise JobDecodeError(f"a stored {kind} message cannot be decoded: {exc!r:.200}") from exc
     if kind == JSON_KIND:
         return value
-    if kind != LANGCHAIN_KIND:
-        raise ValueError(f"kind must be {JSON_KIND!r} or {LANGCHAIN_KIND!r}, got {kind!r}")
     try:
         from langchain_core._api import LangChainBetaWarning
         from langchain_core.load import load
@@ -252,7 +262,17 @@ def decode_message(kind: str, text: str) -> Any:
     # instantiating anything but chat messages.
     with _load_lock, warnings.catch_warnings():
         warnings.simplefilter("ignore", LangChainBetaWarning)
-        return load(value, allowed_objects="messages")
+        try:
+            message = load(value, allowed_objects="messages")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise JobDecodeError(
+                f"a stored LangChain message cannot be rebuilt: {type(exc).__name__}"
+            ) from exc
+    if message is not None and isinstance(message, _langchain_message_class() or ()):
+        return message
+    raise JobDecodeError(
+        f"a stored LangChain message rebuilt as a {type(message).__name__}, not a message"
+    )
 
 
 def _namespace_part(part: object, path: tuple[int, ...]) -> None:
@@ -387,7 +407,7 @@ class Job:
 def check_identifier(name: str, value: object) -> str:
     """A table name or similar: letters, digits and underscores, not starting with a digit."""
     if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
-        raise ValueError(
+        raise ConfigError(
             f"{name} must be letters, digits and underscores (at most 48, not starting with "
             f"a digit), got {value!r}"
         )
@@ -396,7 +416,7 @@ def check_identifier(name: str, value: object) -> str:
 
 def check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
     return value
 
 
@@ -409,7 +429,7 @@ def check_seconds(name: str, value: object, *, allow_zero: bool) -> float:
         or (value == 0 and not allow_zero)
     ):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number of seconds {bound}, got {value!r}")
+        raise ConfigError(f"{name} must be a finite number of seconds {bound}, got {value!r}")
     return float(value)
 
 
@@ -452,7 +472,9 @@ class Outbox(ABC):
             OutboxError: the storage failed.
         """
         if isinstance(batch, (str, bytes, Mapping)) or not isinstance(batch, Sequence):
-            raise TypeError(f"batch must be a list of messages, got {batch!r:.80}")
+            raise ConfigTypeError(
+                f"batch must be a list of messages, got a {type(batch).__name__}"
+            )
         ns = check_namespace(namespace)
         rows: dict[str, Row] = {}
         for i, message in enumerate(batch):
@@ -476,7 +498,7 @@ class Outbox(ABC):
 
     def ack(self, jobs: Iterable[Job]) -> int:
         """Mark ``jobs`` done; returns how many were still held under their lease."""
-        pairs = [(_job(job, "jobs").id, job.lease) for job in jobs]
+        pairs = [(job.id, job.lease) for job in _jobs(jobs)]
         return self._ack(pairs) if pairs else 0
 
     def fail(
@@ -506,7 +528,7 @@ class Outbox(ABC):
             over after its lease expired is not renewed).
         """
         lease = check_seconds("lease_seconds", lease_seconds, allow_zero=False)
-        pairs = [(_job(job, "jobs").id, job.lease) for job in jobs]
+        pairs = [(job.id, job.lease) for job in _jobs(jobs)]
         return self._renew(pairs, lease) if pairs else 0
 
     def counts(self) -> dict[Status, int]:
@@ -520,7 +542,7 @@ class Outbox(ABC):
 
     def revive(self, jobs: Iterable[Job] | None = None) -> int:
         """Make ``failed`` jobs (all of them by default) ``ready`` with zero attempts."""
-        ids = None if jobs is None else [_job(job, "jobs").id for job in jobs]
+        ids = None if jobs is None else [job.id for job in _jobs(jobs)]
         if ids == []:
             return 0
         return self._revive(ids)
@@ -528,7 +550,7 @@ class Outbox(ABC):
     def discard(self, jobs: Iterable[Job]) -> int:
         """Give up on dead letters: ``failed`` jobs become ``done`` (their key stays taken
         until :meth:`purge`, so the message is not stored again). Returns how many."""
-        ids = [_job(job, "jobs").id for job in jobs]
+        ids = [job.id for job in _jobs(jobs)]
         return self._discard(ids) if ids else 0
 
     def edit(self, job: Job, message: Any) -> bool:
@@ -552,7 +574,7 @@ class Outbox(ABC):
         """
         key = id_key(ident)
         if key is None:
-            raise TypeError(f"ident must be a message id, got {ident!r}")
+            raise ConfigTypeError(f"ident must be a message id, got {ident!r:.80}")
         return self._get(check_namespace(namespace), key)
 
     def original(self, handle: str, namespace: Any = None) -> str | None:
@@ -563,7 +585,7 @@ class Outbox(ABC):
         stored under ``handle`` there.
         """
         if not isinstance(handle, str) or not handle:
-            raise TypeError(f"handle must be a non-empty string, got {handle!r}")
+            raise ConfigTypeError(f"handle must be a non-empty string, got {handle!r:.80}")
         from ..edit import original_text
 
         job = self.get(handle, namespace)
@@ -642,9 +664,20 @@ class Outbox(ABC):
         """The job stored under ``(namespace, key)`` in any status, or ``None``."""
 
 
+def _jobs(values: object) -> list[Job]:
+    if isinstance(values, (str, bytes, Mapping, Job)) or not isinstance(values, Iterable):
+        raise ConfigTypeError(
+            f"jobs must be a list of Job objects returned by claim(), got a "
+            f"{type(values).__name__}"
+        )
+    return [_job(value, "jobs") for value in values]
+
+
 def _job(value: object, name: str) -> Job:
     if not isinstance(value, Job):
-        raise TypeError(f"{name} must hold Job objects returned by claim(), got {value!r:.80}")
+        raise ConfigTypeError(
+            f"{name} must hold Job objects returned by claim(), got a {type(value).__name__}"
+        )
     return value
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
-from ..errors import OutboxError
+from ..errors import ConfigError, ConfigTypeError, OutboxError
 from .base import (
     FAILED,
     READY,
@@ -38,6 +38,7 @@ from .base import (
 try:
     import psycopg
     from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         'PostgresOutbox needs psycopg 3: pip install "agentstate-reducer[postgres]"'
@@ -50,6 +51,7 @@ _IDLE = psycopg.pq.TransactionStatus.IDLE
 # A deadlock between two enqueues of overlapping batches is resolved by aborting one:
 # retrying it is safe because the insert skips keys already stored.
 _RETRIES = 3
+_CONNECT_TIMEOUT = 10.0
 
 
 def _reusable(conn: Any) -> bool:
@@ -167,6 +169,28 @@ DELETE FROM {t} WHERE status = 'done' AND updated_at < now() - make_interval(sec
 """
 
 
+def _url_connect_timeout(conninfo: str) -> float:
+    """The ``connect_timeout`` a connection string (or ``PGCONNECT_TIMEOUT``) names, else 10."""
+    if not conninfo:
+        return _CONNECT_TIMEOUT
+    try:
+        given = conninfo_to_dict(conninfo).get("connect_timeout")
+    except psycopg.ProgrammingError as exc:
+        # Its text could quote a password: name the problem only.
+        raise ConfigError("conninfo is not a valid libpq connection string or URL") from exc
+    given = given if given is not None else os.environ.get("PGCONNECT_TIMEOUT")
+    if given is None:
+        return _CONNECT_TIMEOUT
+    try:
+        seconds = float(given)
+    except ValueError:
+        raise ConfigError(
+            f"connect_timeout in conninfo must be a number, got {given!r:.40}"
+        ) from None
+    # libpq's own reading: zero or less waits forever; the outbox never does.
+    return seconds if seconds > 0 else _CONNECT_TIMEOUT
+
+
 class _Watchdog:
     """Cuts a connection whose call outlives ``seconds``.
 
@@ -275,7 +299,8 @@ class PostgresOutbox(Outbox):
         max_attempts: claims a job gets before it is dead-lettered.
         timeout: seconds one call (a transaction) may take, client side; also the
             server's ``statement_timeout`` on connections the outbox opens.
-        connect_timeout: seconds to open a connection (libpq counts whole seconds, at
+        connect_timeout: seconds to open a connection (by default the
+            ``connect_timeout`` of ``conninfo``, else 10; libpq counts whole seconds, at
             least 2).
         max_idle: connections kept open between calls.
 
@@ -292,18 +317,20 @@ class PostgresOutbox(Outbox):
         table: str = "agentstate_outbox",
         max_attempts: int = 5,
         timeout: float = 30.0,
-        connect_timeout: float = 10.0,
+        connect_timeout: float | None = None,
         max_idle: int = 4,
     ) -> None:
         super().__init__(max_attempts=max_attempts)
         if (conninfo is None) == (pool is None):
-            raise ValueError(
+            raise ConfigError(
                 f"give exactly one of conninfo and pool, got conninfo={conninfo!r}, pool={pool!r}"
             )
         if conninfo is not None and not isinstance(conninfo, str):
-            raise TypeError(f"conninfo must be a connection string, got {conninfo!r}")
+            raise ConfigTypeError(f"conninfo must be a connection string, got {conninfo!r:.80}")
         if pool is not None and not callable(getattr(pool, "connection", None)):
-            raise TypeError(f"pool must have a connection() context manager, got {pool!r}")
+            raise ConfigTypeError(
+                f"pool must have a connection() context manager, got {pool!r:.80}"
+            )
         #: The connection string, when no pool is used.
         self.conninfo: str = conninfo or ""
         #: The connection pool, if one was given.
@@ -316,6 +343,8 @@ class PostgresOutbox(Outbox):
         #: Seconds one call may take before the connection is cut.
         self.timeout = check_seconds("timeout", timeout, allow_zero=False)
         #: Seconds to open a connection.
+        if connect_timeout is None:
+            connect_timeout = _url_connect_timeout(self.conninfo)
         self.connect_timeout = check_seconds("connect_timeout", connect_timeout, allow_zero=False)
         #: Idle connections kept for reuse.
         self.max_idle = check_positive_int("max_idle", max_idle)

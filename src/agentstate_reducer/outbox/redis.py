@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..errors import OutboxError, UnstorableError
+from ..errors import ConfigError, ConfigTypeError, OutboxError, UnstorableError
 from .base import (
     CLAIMED,
     DONE,
@@ -263,18 +263,22 @@ def _text(value: Any) -> str:
 
 
 def _job(job_id: Any, attempts: Any, blob: Any, **extra: Any) -> Job:
+    problem = ""
     try:
         stored = json.loads(_text(blob))
         fields = (stored["n"], stored["k"], stored["d"], stored["p"])
-        if not all(isinstance(f, str) for f in fields):
-            raise ValueError("a field is not a string")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        problem = repr(exc)
+    else:
+        if not all(isinstance(f, str) for f in fields):
+            problem = "a field is not a string"
+    if problem:
         # A corrupted envelope must not break claim() or dead_letters(): the job carries
         # the error and a relay dead-letters it alone.
         text = blob.decode(errors="replace") if isinstance(blob, bytes) else str(blob)
         return make_job(
             int(job_id), "null", "", "", text, int(attempts),
-            decode_error=f"the stored envelope cannot be decoded: {exc!r}", **extra,
+            decode_error=f"the stored envelope cannot be decoded: {problem}", **extra,
         )
     return make_job(int(job_id), *fields, int(attempts), **extra)
 
@@ -309,28 +313,35 @@ class RedisOutbox(Outbox):
     ) -> None:
         super().__init__(max_attempts=max_attempts)
         if (url is None) == (client is None):
-            raise ValueError(
+            raise ConfigError(
                 f"give exactly one of url and client, got url={url!r}, client={client!r}"
             )
+        if client is not None and not callable(getattr(client, "register_script", None)):
+            raise ConfigTypeError(f"client must be a redis.Redis client, got {client!r:.80}")
         if not isinstance(prefix, str) or not prefix:
-            raise ValueError(f"prefix must be a non-empty string, got {prefix!r}")
+            raise ConfigError(f"prefix must be a non-empty string, got {prefix!r:.80}")
         self._owns_client = client is None
         self._closed = False
         #: The redis-py client used.
         self.timeout = check_seconds("timeout", timeout, allow_zero=False)
         self.connect_timeout = check_seconds("connect_timeout", connect_timeout, allow_zero=False)
-        self.client: Any = (
-            redis.Redis.from_url(
-                url,
-                socket_timeout=self.timeout,
-                socket_connect_timeout=self.connect_timeout,
-                # One retry, on a dropped connection only (a server restart): a timeout
-                # is an outage and raises at once.
-                retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        if url is not None and not isinstance(url, str):
+            raise ConfigTypeError(f"url must be a Redis URL string, got {url!r:.80}")
+        try:
+            self.client: Any = (
+                redis.Redis.from_url(
+                    url,
+                    socket_timeout=self.timeout,
+                    socket_connect_timeout=self.connect_timeout,
+                    # One retry, on a dropped connection only (a server restart): a
+                    # timeout is an outage and raises at once.
+                    retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+                )
+                if url is not None
+                else client
             )
-            if url is not None
-            else client
-        )
+        except ValueError as exc:  # redis-py's word for a URL it cannot read
+            raise ConfigError(f"url is not a Redis URL: {exc}") from exc
         #: The start of every key.
         self.prefix = prefix
         #: Every key, in the order the scripts expect them.

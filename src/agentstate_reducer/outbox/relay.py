@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import RememberFn
+from ..errors import ConfigTypeError, JobDecodeError
 from ..hooks import is_async_callable
 from .base import Job, Outbox, check_positive_int, check_seconds
 
@@ -31,7 +32,9 @@ logger = logging.getLogger("agentstate_reducer")
 
 def _check_outbox(outbox: object) -> Outbox:
     if not isinstance(outbox, Outbox):
-        raise TypeError(f"outbox must be an agentstate_reducer.outbox.Outbox, got {outbox!r}")
+        raise ConfigTypeError(
+            f"outbox must be an agentstate_reducer.outbox.Outbox, got {outbox!r:.80}"
+        )
     return outbox
 
 
@@ -132,7 +135,7 @@ class Relay:
     ) -> None:
         self.outbox = _check_outbox(outbox)
         if not callable(deliver_fn):
-            raise TypeError(f"deliver_fn must be callable, got {deliver_fn!r}")
+            raise ConfigTypeError(f"deliver_fn must be callable, got {deliver_fn!r:.80}")
         self.deliver_fn = deliver_fn
         self.batch = check_positive_int("batch", batch)
         self.lease_seconds = check_seconds("lease_seconds", lease_seconds, allow_zero=False)
@@ -277,7 +280,7 @@ class Relay:
         for job in jobs:
             try:
                 if job.decode_error is not None:
-                    raise ValueError(job.decode_error)
+                    raise JobDecodeError(job.decode_error)
                 message = job.message
             except Exception as exc:
                 logger.warning(

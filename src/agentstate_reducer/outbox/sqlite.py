@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import OutboxError
+from ..errors import ConfigError, ConfigTypeError, OutboxError
 from .base import (
     FAILED,
     READY,
@@ -34,6 +34,15 @@ from .base import (
 )
 
 __all__ = ("SQLiteOutbox",)
+
+# What SQLite says when the file, its directory or its mount cannot be written.
+_READ_ONLY = ("readonly database", "unable to open database file", "read-only file system")
+
+
+def _unwritable(cause: BaseException | None, path: Path) -> bool:
+    """Whether ``cause`` failed a write to an existing file this process cannot write."""
+    text = str(cause).lower()
+    return path.is_file() and any(words in text for words in _READ_ONLY)
 
 _T = TypeVar("_T")
 _SYNCHRONOUS = ("NORMAL", "FULL")
@@ -56,6 +65,10 @@ class SQLiteOutbox(Outbox):
         timeout: seconds to wait for another writer's lock.
         max_idle: connections kept open between calls, shared by all threads (a thread
             never holds one after its call returns).
+        read_only: open the file for reading only: ``counts``, ``get``, ``original`` and
+            ``dead_letters`` work, every other call raises ``OutboxError``. By default
+            (``None``) an existing file this process cannot write (its permissions, a
+            read-only mount) is opened that way instead of failing.
 
     Example:
         >>> outbox = SQLiteOutbox("memory-outbox.db")                    # doctest: +SKIP
@@ -71,12 +84,15 @@ class SQLiteOutbox(Outbox):
         synchronous: str = "NORMAL",
         timeout: float = 30.0,
         max_idle: int = 4,
+        read_only: bool | None = None,
     ) -> None:
         super().__init__(max_attempts=max_attempts)
         if not isinstance(path, (str, os.PathLike)) or str(path) in ("", ":memory:"):
-            raise ValueError(f"path must name a database file shared by every worker, got {path!r}")
+            raise ConfigError(
+                f"path must name a database file shared by every worker, got {path!r:.80}"
+            )
         if synchronous not in _SYNCHRONOUS:
-            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+            raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r:.80}")
         #: The database file.
         self.path = Path(path)
         #: The table holding the jobs.
@@ -85,9 +101,35 @@ class SQLiteOutbox(Outbox):
         self.timeout = check_seconds("timeout", timeout, allow_zero=True)
         #: Idle connections kept for reuse; more are opened while threads need them.
         self.max_idle = check_positive_int("max_idle", max_idle)
+        if read_only not in (None, True, False):
+            raise ConfigTypeError(f"read_only must be None, True or False, got {read_only!r:.80}")
+        #: Whether the file is open for reading only.
+        self.read_only = bool(read_only)
+        if read_only is None and self.path.is_file() and not os.access(self.path, os.W_OK):
+            self.read_only = True  # SQLite would open it read-only and fail each write
         self._pool = ConnectionPool(
             self, self._open, lambda conn: not conn.in_transaction, self.max_idle
         )
+        if not self.read_only:
+            try:
+                self._create()
+            except OutboxError as exc:
+                if read_only is not None or not _unwritable(exc.__cause__, self.path):
+                    raise
+                self._pool.close()
+                self.read_only = True
+                self._pool = ConnectionPool(self, self._open, lambda conn: True, self.max_idle)
+        if self.read_only:
+            self._read("open the table", self._check_table)
+
+    def _check_table(self, conn: sqlite3.Connection) -> None:
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (self.table,)
+        ).fetchone()
+        if found is None:
+            raise sqlite3.OperationalError(f"no table {self.table} in a read-only file")
+
+    def _create(self) -> None:
         t = self.table
         with self._write("create the table") as conn:
             # executescript() would commit first: run the statements one by one instead.
@@ -122,6 +164,8 @@ class SQLiteOutbox(Outbox):
     # -- connections ----------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        if self.read_only:
+            return self._open_read_only()
         if not self.path.exists():
             # Conversation content: private to the owner (SQLite gives -wal/-shm the same mode).
             with contextlib.suppress(FileExistsError):
@@ -135,6 +179,20 @@ class SQLiteOutbox(Outbox):
         except BaseException:
             conn.close()
             raise
+        return conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, check_same_thread=False)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            # A WAL file whose -shm cannot be created (a read-only directory or mount):
+            # SQLite reads it only as immutable, a snapshot nobody can be writing to.
+            conn.close()
+            conn = sqlite3.connect(
+                uri + "&immutable=1", uri=True, timeout=self.timeout, check_same_thread=False
+            )
         return conn
 
     def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
@@ -157,6 +215,8 @@ class SQLiteOutbox(Outbox):
     @contextmanager
     def _write(self, action: str) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction; sqlite errors become :class:`OutboxError`."""
+        if self.read_only:
+            raise OutboxError(f"{self!r} is open for reading only: it cannot {action}")
         try:
             with self._connection() as conn:
                 try:
