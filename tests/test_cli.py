@@ -300,7 +300,11 @@ def test_explain_exchange_in_progress(tmp_path: Path) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
-        *({"role": "user", "content": f"q{i}"} for i in range(5)),
+        {"role": "user", "content": "q0"},
+        {"role": "assistant", "content": "a0"},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2"},
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "c1", "content": "r"},
     ]

@@ -100,9 +100,11 @@ def test_orphans_go_even_under_the_threshold() -> None:
 
 
 def test_cascade_off_keeps_tool_results() -> None:
-    views = [V("system"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("human")]
+    views = [
+        V("system"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("ai"), V("human")
+    ]
     plan = make_plan(views, count_config(1, 2, cascade_tool_messages=False))
-    assert plan.pruned == (1,)
+    assert plan.pruned == (1, 3)
 
 
 def test_already_orphaned_results_are_pruned() -> None:
@@ -248,6 +250,7 @@ def test_current_turn_links_results_to_their_step() -> None:
         V("human"),
         V("ai", calls=("x",)),
         V("human", answers=("x",)),
+        V("ai"),
         V("human"),
         V("ai"),
         V("ai", calls=("a", "b")),
@@ -257,8 +260,8 @@ def test_current_turn_links_results_to_their_step() -> None:
         V("ai", calls=("c",)),
     ]
     turn = current_turn(views)
-    assert turn == Turn(opener=3, begin=3, steps=((5, 6, 7), (9,)))
-    assert turn.active and turn.body == 4
+    assert turn == Turn(opener=4, begin=4, steps=((6, 7, 8), (10,)))
+    assert turn.active and turn.body == 5
     assert current_turn([V("system"), V("ai", calls=("a",))], 1) == Turn(None, 1, ((1,),))
     assert not current_turn([V("human"), V("ai")]).active
 
@@ -278,9 +281,10 @@ def test_dangling_calls_are_dead_only_when_the_conversation_moved_on() -> None:
 
 
 def test_counts_by_reason() -> None:
-    views = [V("system"), V("human"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("human")]
+    views = [V("system"), V("human"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("ai"),
+             V("human")]
     plan = make_plan(views, count_config(1, 2))
-    assert plan.counts_by_reason() == {WINDOW: 2, CASCADE: 1}
+    assert plan.counts_by_reason() == {WINDOW: 3, CASCADE: 1}
 
 
 def test_summary_goes_where_the_pruned_block_was() -> None:
@@ -351,10 +355,11 @@ def test_token_mode_reserves_never_pruned_messages() -> None:
 
 
 def test_token_mode_tool_result_costs_nothing_until_its_call_is_kept() -> None:
-    views = [V("system"), V("human"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("human")]
-    plan = make_plan(views, token_config(10), [1, 1, 50, 5, 1])
+    views = [V("system"), V("human"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("ai"),
+             V("human")]
+    plan = make_plan(views, token_config(10), [1, 1, 50, 5, 1, 1])
     assert plan.pruned == (1, 2, 3)  # the call does not fit, so neither can its result
-    assert plan.kept_tokens == 2
+    assert plan.kept_tokens == 3
     # An orphaned result is pruned wherever it stands, so it never blocks the tail.
     views = [V("system"), V("human"), V("human"), V("tool", answers=("gone",)), V("human")]
     plan = make_plan(views, token_config(5), [1, 1, 1, 50, 1])
@@ -418,8 +423,7 @@ def issuer_of(views: list[MessageView], j: int, answer: str) -> int | None:
 
 def ref_turn(views: list[MessageView], start: int) -> tuple[int | None, int, list[int]]:
     """The current turn the slow way: (opener, first body index, its steps' ai indices)."""
-    openers = [i for i, v in enumerate(views) if plain_human(v)]
-    opener = openers[-1] if openers else None
+    opener = _reference_opener(views)
     body = opener + 1 if opener is not None else start
     steps = [i for i in range(body, len(views)) if views[i].role == "ai" and views[i].calls]
     return opener, body, steps
@@ -431,6 +435,7 @@ def ref_protected(views: list[MessageView], cfg: ReducerConfig, start: int, b: i
     if not steps:
         return set()
     keep = {opener} if opener is not None and opener >= start else set()
+    keep.update(i for i in range(body, b) if plain_human(views[i]))  # typed mid-turn
     for i in range(max(b, body), len(views)):
         view = views[i]
         owners = [issuer_of(views, i, a) for a in view.answers]
@@ -464,7 +469,7 @@ def ref_prune(
 
 
 def ref_human_cut(views: list[MessageView], cut: int, start: int, back: bool) -> int:
-    latest, _, _ = ref_turn(views, start)
+    latest = max((i for i, v in enumerate(views) if plain_human(v)), default=None)
     if latest is None or latest < start:
         return cut
     if cut >= latest:
@@ -592,7 +597,7 @@ def test_token_mode_matches_reference(
         bounds = [body, *steps[1:]]
 
         def prune_to(b: int) -> tuple[set[int], set[int]]:
-            gone = {i for i in range(body, b) if views[i].role in PRUNABLE_ROLES}
+            gone = {i for i in range(body, b) if views[i].role == "ai"}
             return ref_protected(views, cfg, start, b), {i for i in gone if not views[i].answers}
 
         def cost(b: int) -> int:
@@ -640,6 +645,8 @@ def test_start_on_human_makes_the_tail_open_with_a_human(
         assert humans[-1] not in plan.pruned  # the latest question always survives
     if not plan.triggered or not humans:
         return
+    if plan.turn.opener is not None and plan.turn.opener < start:
+        return  # the preserved first message opened the current turn: it opens the tail
     # Results of the preserved first message's calls stay with it (not the tail's head).
     head_calls = set(views[0].calls) if first and views else set()
     rest = [
@@ -732,3 +739,60 @@ def test_flag_indices_are_those_of_the_non_zero_bytes(flags: bytes, base: int) -
     want = [base + i for i, flag in enumerate(flags) if flag]
     assert _indices(flags, base) == want
     assert _indices(bytearray(flags), base) == want
+
+
+# -- interjections: a question typed while the agent works joins its turn ----------------
+
+
+def test_a_question_typed_mid_turn_joins_the_turn() -> None:
+    views = [
+        V("human"), V("ai", calls=("a",)), V("tool", answers=("a",)),
+        V("human"),  # typed before the final answer
+        V("ai", calls=("b",)), V("tool", answers=("b",)),
+    ]
+    assert current_turn(views) == Turn(0, 0, ((1, 2), (4, 5)))
+    # While a call is still unanswered (an interrupt), too.
+    assert current_turn([V("human"), V("ai", calls=("a",)), V("human")]).opener == 0
+    # Before the agent said anything at all.
+    assert current_turn([V("human"), V("human"), V("ai", calls=("a",))]).opener == 0
+    # A final answer ends the turn: the next question opens a new one.
+    after = [V("human"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("ai"), V("human")]
+    assert current_turn(after) == Turn(4, 4, ())
+    # A turn that no question opened has nothing to join: the question opens a turn.
+    headless = [V("system"), V("ai", calls=("a",)), V("tool", answers=("a",)), V("human")]
+    assert current_turn(headless, 1) == Turn(3, 3, ())
+
+
+def test_a_question_typed_mid_turn_stays_when_its_steps_go() -> None:
+    views = [V("system"), *steps_turn("b", 2, final=False), V("human")]
+    views += [V("ai", calls=("c0",)), V("tool", answers=("c0",))]
+    views += [V("ai", calls=("c1",)), V("tool", answers=("c1",))]
+    counts = [10, 5] + [5, 60] * 2 + [5] + [5, 60] * 2
+    plan = make_plan(views, token_config(200, 150), counts)
+    assert plan.turn.opener == 1
+    # 10 + 5 + 4 * 65 + 5 = 280 > 200: the two oldest steps go (150 fits).
+    assert plan.dropped_steps == 2
+    # The opener and the interjection (index 6) stay; the oldest whole steps go.
+    assert plan.pruned == (2, 3, 4, 5)
+    assert 6 in plan.protected and 1 in plan.protected
+
+
+def _reference_opener(views: list[MessageView]) -> int | None:
+    """The opener by a forward walk: a plain human opens a turn when no turn is open or
+    the latest ai message since the turn's opener (none: still open) is a final answer."""
+    opener: int | None = None
+    answered = True  # nothing yet: the first question opens a turn
+    for i, view in enumerate(views):
+        if view.role == "human" and not view.answers:
+            if answered or opener is None:
+                opener = i
+            answered = False
+        elif view.role == "ai":
+            answered = not view.calls
+    return opener
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_the_opener_agrees_with_a_forward_walk(views: list[MessageView]) -> None:
+    assert current_turn(views).opener == _reference_opener(views)

@@ -147,6 +147,7 @@ def test_reduce_never_mutates_inputs() -> None:
     for k in range(5):
         existing += [human("openai", "q", f"h{k}"), ai("openai", "", f"a{k}", [f"c{k}"])]
         existing += results("openai", [f"c{k}"], f"r{k}")
+        existing.append(ai("openai", "done", f"d{k}"))
     new = [human("openai", "last", "h9")]
     snapshot = copy.deepcopy((existing, new))
     reducer = MessageReducer(

@@ -107,6 +107,12 @@ class ReducerConfig:
     #: Give each dead tool call (no result, and the conversation moved on) a synthetic
     #: result in the conversation's own shape; pending calls are never touched.
     repair_dangling_calls: bool = False
+    #: Token mode: a current turn over ``max_tokens`` shrinks inside itself, each rung
+    #: only while it is still over: the older steps' results become placeholders
+    #: (previews too), then their tool inputs are cleared, then the oldest steps go,
+    #: one note standing for them (docs/context-editing.md). Never the turn's question,
+    #: never its latest step. :func:`agent_config` turns it on.
+    turn_ladder: bool = False
 
     def __post_init__(self) -> None:
         self._check_model()
@@ -186,6 +192,8 @@ class ReducerConfig:
         if self.start_on not in _START_ON:
             raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
         object.__setattr__(self, "context_edits", check_edits(self.context_edits))
+        if not isinstance(self.turn_ladder, bool):
+            raise ConfigError(f"turn_ladder must be True or False, got {self.turn_ladder!r}")
         if not isinstance(self.repair_dangling_calls, bool):
             raise ConfigError(
                 f"repair_dangling_calls must be True or False, got {self.repair_dangling_calls!r}"
@@ -274,14 +282,23 @@ class ReducerResult:
     summary_missing: tuple[str, ...] = ()
     #: Identifiers and names in :attr:`summary` that none of those messages holds.
     summary_invented: tuple[str, ...] = ()
+    #: Tool results of the current turn cleared to a placeholder (previews included).
+    turn_results_cleared: int = 0
+    #: Tool inputs of the current turn cleared.
+    turn_inputs_cleared: int = 0
+    #: Oldest steps of the current turn dropped (``turn_ladder``: one note stands for them).
+    turn_steps_dropped: int = 0
 
 
 def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfig:
     """The configuration for agents: requests stay valid for OpenAI, Anthropic and Gemini.
 
-    ``start_on="human"`` (Anthropic and Gemini want a user message first) and
+    ``start_on="human"`` (Anthropic and Gemini want a user message first),
     ``repair_dangling_calls=True`` (a call abandoned by a new user message gets a
-    synthetic result), on top of the defaults; any option may be given or overridden.
+    synthetic result) and ``turn_ladder=True`` (in token mode a turn over the budget
+    clears its older steps' results and inputs, then drops its oldest steps for one
+    note, rather than losing steps the agent would run again), on top of the defaults;
+    any option may be given or overridden.
     ``provider="bedrock"`` also turns ``preserve_first`` off: Converse wants user and
     assistant messages to alternate strictly, so a kept first question followed by the
     question the kept tail starts with would be two user messages in a row (Bedrock keeps
@@ -293,7 +310,11 @@ def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfi
         >>> agent_config(provider="bedrock").preserve_first
         False
     """
-    settings: dict[str, Any] = {"start_on": "human", "repair_dangling_calls": True}
+    settings: dict[str, Any] = {
+        "start_on": "human",
+        "repair_dangling_calls": True,
+        "turn_ladder": True,
+    }
     if provider == "bedrock":
         settings["preserve_first"] = False
     elif provider not in (None, "openai", "anthropic", "gemini", "openai-responses"):

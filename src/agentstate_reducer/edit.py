@@ -26,25 +26,33 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, Protocol
 
+from ._note import Entry, note_cap, note_text, shown_args
 from .errors import ConfigError
 from .messages import (
     CHAT,
     HUMAN,
+    INJECTED_KEY,
     SYSTEM,
     TEXT_PART,
     TOOL,
     TOOL_ARGS_PART,
     TOOL_RESULT_PART,
+    TURN_NOTE_KIND,
     EditablePart,
     MessageView,
     editable_size,
     holding_block,
+    injected_kind,
+    injected_mark,
+    match_shape,
     message_id,
     message_parts,
     package_note,
     part_text,
     with_parts,
+    write_message,
 )
+from .plan import Plan, current_turn
 from .tokens import approximate_text_tokens
 from .tokens.cache import LazyCounts
 
@@ -61,6 +69,7 @@ __all__ = (
     "handle_of",
     "is_edited",
     "original_text",
+    "turn_note",
 )
 
 # Kinds of edit.
@@ -228,6 +237,9 @@ class ContextEdit:
     #: The message as it was, and what :attr:`original` changes in a copy of it.
     _source: Any = field(repr=False, compare=False)
     _values: Mapping[tuple[str | int, ...], object] = field(repr=False, compare=False)
+    #: Whether :attr:`original` goes to the hooks: ``False`` for a preview the turn
+    #: ladder cleared, whose original they got when it was offloaded.
+    delivers: bool = True
 
     @cached_property
     def original(self) -> Any:
@@ -461,7 +473,7 @@ class _Editor:
             self.edits.append(
                 ContextEdit(
                     i, change.kind, change.handle, change.tool, part.call_id, ident,
-                    change.tokens, message, values,
+                    change.tokens, message, values, change.delivers,
                 )
             )
         return saved
@@ -485,6 +497,7 @@ class _Change(NamedTuple):
     tool: str | None
     tokens: int
     handle: str
+    delivers: bool = True
 
 
 def _fires(option: ClearToolResults, config: EditConfig, editor: _Editor) -> bool:
@@ -672,7 +685,8 @@ def edit_messages(
     offload = next((o for o in config.context_edits if isinstance(o, Offload)), None)
     n = len(messages)
     editor = _Editor(messages, views, counts, count, text_tokens)
-    if not n or (clear is None and offload is None):
+    ladder = config.turn_ladder and counts is not None and config.max_tokens is not None
+    if not n or (clear is None and offload is None and not ladder):
         return EditOutcome(editor.messages, counts, ())
     start = 1 if config.preserve_first else 0
     limit = None if counts is None or config.max_tokens is None else int(config.max_tokens)
@@ -681,8 +695,183 @@ def edit_messages(
         _offload(editor, offload, start, stop, limit)
     if clear is not None and _fires(clear, config, editor):
         _clear(editor, clear, start, stop, limit)
+    if config.turn_ladder and limit is not None:
+        _ladder(editor, config, start, limit)
     edits = tuple(sorted(editor.edits, key=lambda e: e.index))
     return EditOutcome(editor.messages, editor.final_counts(), edits)
+
+
+# -- the turn ladder: a current turn over max_tokens shrinks inside itself --------------
+
+#: What a preview's header says: the original's size and handle.
+_PREVIEW = re.compile(r"\[offloaded: [^\n\]]*?, (\d+) tokens, handle (ctx_[0-9a-f]{16})")
+#: What a cleared placeholder of the ladder says of the call, after its handle.
+_CALLED = re.compile(r"; called with (.*)\]\Z", re.S)
+
+
+def _called(tool: str | None, args: str, tokens: int, handle: str) -> str:
+    """A ladder placeholder: the tool, the result's size and handle, then the call's
+    arguments (after the handle, so :func:`is_edited` reads it whatever they hold)."""
+    head = _placeholder(f"result of {tool}" if tool else "tool result", tokens, handle)[:-1]
+    return f"{head}; called with {args}]" if args else f"{head}]"
+
+
+def _turn_size(editor: _Editor, turn: Any, start: int) -> int:
+    """Tokens of what the turn rule keeps: the kept first messages, the opener, the body."""
+    tokens = editor.tokens
+    size = sum(tokens(i) for i in range(start))
+    if turn.opener is not None and turn.opener >= start:
+        size += tokens(turn.opener)
+    return size + sum(tokens(i) for i in range(turn.body, len(editor.messages)))
+
+
+def _ladder(editor: _Editor, config: ReducerConfig, start: int, limit: int) -> None:
+    """Rungs (a) and (b) of the ladder, oldest step first, while the turn is over: clear
+    the older steps' results (previews too), then their inputs. The plan then drops the
+    oldest steps if the turn is still over (rung c, :func:`turn_note`)."""
+    if not editor.over(limit):
+        return
+    turn = current_turn(editor.views, start)
+    older = turn.steps[:-1]
+    if not older:
+        return
+    total = _turn_size(editor, turn, start)
+    if total <= limit:
+        return
+    target = config.effective_target_tokens
+    assert target is not None
+    calls: dict[str, tuple[str | None, str]] = {}
+    for step in older:
+        for part in editor.parts(step[0]):
+            if part.kind == TOOL_ARGS_PART and part.call_id is not None:
+                shown = "" if _args_cleared(part.value) else shown_args(part.value)
+                calls[part.call_id] = (part.tool, shown)
+    placed: set[str] = set()  # calls whose result is a placeholder naming the arguments
+    for step in older:
+        if total <= target:
+            break
+        for i in step[1:]:
+            total -= _clear_results(editor, i, calls, placed)
+    for step in older:
+        if total <= target:
+            break
+        total -= _clear_inputs(editor, step[0], placed)
+
+
+def _clear_results(
+    editor: _Editor, i: int, calls: Mapping[str, tuple[str | None, str]], placed: set[str]
+) -> int:
+    changes = []
+    for part in editor.parts(i):
+        if part.kind != TOOL_RESULT_PART:
+            continue
+        tool, args = calls.get(part.call_id or "", (None, ""))
+        tool = tool or editor.tool_name(part, i)
+        value = part.value
+        if isinstance(value, str) and value.startswith("[cleared: "):
+            if _CALLED.search(value) and part.call_id is not None:
+                placed.add(part.call_id)
+            continue
+        preview = _PREVIEW.match(value) if isinstance(value, str) else None
+        if preview is not None:
+            size, handle = int(preview.group(1)), preview.group(2)
+            text = _called(tool, args, size, handle)
+            changes.append(_Change(part, text, CLEARED, tool, size, handle, delivers=False))
+        else:
+            text = part_text(value)
+            if len(text) <= _WORTH_CLEARING_CHARS:
+                continue
+            size = editor.part_tokens(i, part, text)
+            handle = handle_of(value)
+            changes.append(_Change(part, _called(tool, args, size, handle), CLEARED, tool, size,
+                                   handle))
+        if part.call_id is not None and args:
+            placed.add(part.call_id)
+    if not changes:
+        return 0
+    return editor.edit(i, changes, measure=True, only_if_smaller=True)
+
+
+def _clear_inputs(editor: _Editor, i: int, placed: set[str]) -> int:
+    changes = []
+    for part in editor.parts(i):
+        if part.kind != TOOL_ARGS_PART or part.call_id not in placed:
+            continue
+        if _args_cleared(part.value) or len(part_text(part.value)) <= _WORTH_CLEARING_CHARS:
+            continue
+        cleared: object = "{}" if isinstance(part.value, str) else {}
+        handle = handle_of(part.value)
+        changes.append(_Change(part, cleared, CLEARED_INPUT, part.tool, 0, handle))
+    if not changes:
+        return 0
+    return editor.edit(i, changes, measure=True, only_if_smaller=True)
+
+
+def _note_entries(
+    messages: Sequence[Any], views: Sequence[MessageView], step: tuple[int, ...]
+) -> list[Entry]:
+    """What a note lists of one dropped step: each call, its arguments, its result's handle."""
+    ai = step[0]
+    view = views[ai]
+    results: dict[str, object] = {}
+    for i in step[1:]:
+        for part in view_parts(messages[i], views[i]):
+            if part.kind == TOOL_RESULT_PART and part.call_id is not None:
+                results[part.call_id] = part.value
+    out: list[Entry] = []
+    for part in view_parts(messages[ai], view):
+        if part.kind != TOOL_ARGS_PART:
+            continue
+        result = results.get(part.call_id or "")
+        args = "" if _args_cleared(part.value) else shown_args(part.value)
+        handle = ""
+        if isinstance(result, str):
+            found = _MARK.match(result)
+            handle = found.group(1) if found else ""
+            called = _CALLED.search(result) if found else None
+            if called is not None and not args:
+                args = called.group(1)
+        out.append((part.tool or "tool", args or "{}", handle))
+    return out
+
+
+def view_parts(message: Any, view: MessageView) -> tuple[EditablePart, ...]:
+    """The editable parts of ``message`` read with its record."""
+    return view.shape.editable(message, view)
+
+
+def turn_note(
+    messages: Sequence[Any], views: Sequence[MessageView], plan: Plan, config: ReducerConfig
+) -> tuple[int, Any, bool] | None:
+    """Rung (c) of the ladder: the one note standing for the steps ``plan`` dropped from
+    the current turn, as ``(index, note, replaces)``: the note replaces ``messages[index]``
+    (the turn's earlier note, whose entries it carries on), or goes in before it (the
+    first message of the turn's body). ``None`` when the plan dropped no step."""
+    turn = plan.turn
+    if not plan.dropped_steps or not config.turn_ladder:
+        return None
+    entries: list[Entry] = []
+    steps = plan.dropped_steps
+    at, replaces, ident = turn.body, False, None
+    for i in range(turn.body, len(messages)):
+        if injected_kind(messages[i]) == TURN_NOTE_KIND:
+            mark = injected_mark(messages[i]) or {}
+            entries.extend(tuple(e) for e in mark.get("entries", ()))
+            steps += int(mark.get("steps", 0))
+            at, replaces, ident = i, True, message_id(messages[i])
+            break
+    for step in turn.steps[: plan.dropped_steps]:
+        entries.extend(_note_entries(messages, views, step))
+    if ident is None:
+        first = turn.steps[0][0]
+        ident = f"turn-note-{handle_of([views[first].id, *views[first].calls])[4:]}"
+    target = config.effective_target_tokens
+    assert target is not None
+    text = note_text(steps, entries, note_cap(target))
+    mark = {"kind": TURN_NOTE_KIND, "steps": steps, "entries": [list(e) for e in entries]}
+    sample = messages[turn.opener if turn.opener is not None else turn.body]
+    note = match_shape([write_message(HUMAN, text, id=ident, **{INJECTED_KEY: mark})], sample)
+    return at, note[0], replaces
 
 
 class AppendRule:
@@ -741,8 +930,5 @@ def _count_mode_stop(views: Sequence[MessageView], config: EditConfig) -> int:
     n = len(views)
     if config.max_messages is None or n <= config.max_messages:
         return 0
-    cut = max(0, n - config.min_messages)
-    for q in range(n - 1, -1, -1):
-        if views[q].role == HUMAN and not views[q].answers:
-            return min(cut, q)
-    return 0
+    opener = current_turn(views).opener
+    return 0 if opener is None else min(max(0, n - config.min_messages), opener)

@@ -60,6 +60,7 @@ __all__ = (
     "TOOL_ARGS_PART",
     "TOOL_RESULT_PART",
     "TOOL_USE_PART",
+    "TURN_NOTE_KIND",
     "CHAT",
     "NO_EXTRAS",
     "EditablePart",
@@ -74,6 +75,7 @@ __all__ = (
     "call_signatures",
     "copy_state",
     "injected_kind",
+    "injected_mark",
     "is_injected",
     "is_summary",
     "make_record",
@@ -1871,7 +1873,9 @@ INJECTED_KEY = "agentstate_reducer"
 SUMMARY_KIND = "summary"
 #: ``kind`` of the acknowledgement that follows an injected summary.
 SUMMARY_ACK_KIND = "summary-ack"
-_INJECTED_KINDS = frozenset({SUMMARY_KIND, SUMMARY_ACK_KIND})
+#: ``kind`` of the note standing for the steps the turn ladder dropped from a turn.
+TURN_NOTE_KIND = "turn-note"
+_INJECTED_KINDS = frozenset({SUMMARY_KIND, SUMMARY_ACK_KIND, TURN_NOTE_KIND})
 
 
 def _marker(message: object) -> Mapping[str, Any] | None:
@@ -1896,6 +1900,12 @@ def injected_kind(message: object) -> str | None:
     else ``None`` (conversation). Read from metadata only, never from the wording."""
     mark = _marker(message)
     return None if mark is None else str(mark["kind"])
+
+
+def injected_mark(message: object) -> Mapping[str, Any] | None:
+    """The marker of a message the package injected (its ``kind`` and what it records),
+    else ``None``."""
+    return _marker(message)
 
 
 def is_summary(message: object) -> bool:

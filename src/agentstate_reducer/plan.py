@@ -5,8 +5,10 @@ here; the shell (``reducer.py``), ``trim.py`` and the CLI call it and never
 re-implement it.
 
 Turns and steps. A *turn* starts at a plain human message (one that answers no tool
-call) and runs to the next one; the *current turn* is the last one (from ``start``
-when the history has no plain human message). A *step* is an ai message issuing tool
+call) that follows the agent's final answer (an ai message issuing no tool call), and
+runs up to the next such message: a human message typed while the agent is still
+working joins the turn. The *current turn* is the last one (from ``start`` when no
+plain human message opens one). A *step* is an ai message issuing tool
 calls together with the messages answering those calls. :func:`current_turn` finds
 them; every plan carries them as :attr:`Plan.turn`.
 
@@ -38,9 +40,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from itertools import compress
 from operator import and_, attrgetter, not_
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from .config import ReducerConfig
+from ._note import entry_tokens, note_cap, note_tokens, shown_args
 from .errors import ConfigError
 from .messages import (
     AI,
@@ -52,6 +54,9 @@ from .messages import (
     MessageView,
     record_group,
 )
+
+if TYPE_CHECKING:
+    from .config import ReducerConfig
 
 __all__ = (
     "CASCADE",
@@ -178,13 +183,17 @@ def _latest_boundary(views: Sequence[MessageView]) -> int | None:
 
 
 def current_turn(views: Sequence[MessageView], start: int = 0) -> Turn:
-    """The current turn of ``views``: the last plain human message and what follows it.
+    """The current turn of ``views``: the plain human message that opened it and what follows.
 
+    A plain human message opens a turn only after the agent's final answer (the latest
+    ai message before it issues no tool call); one typed while the agent is still
+    working (the latest ai message before it calls tools, or none came since the last
+    human message) joins the turn, which keeps its first question as opener.
     ``start`` is the first index the plan may touch (1 with ``preserve_first``); a
-    history without a plain human message is one turn from ``start``.
+    history without a plain human message opening a turn is one turn from ``start``.
     """
     n = len(views)
-    opener = next((i for i in range(n - 1, -1, -1) if _plain_human(views[i])), None)
+    opener = _opener(views)
     begin = opener if opener is not None else min(start, n)
     body = begin + 1 if opener is not None else begin
     issuer: dict[str, int] = {}  # call id -> its latest issuer inside the turn
@@ -201,6 +210,35 @@ def current_turn(views: Sequence[MessageView], start: int = 0) -> Turn:
             for call in view.calls:
                 issuer[call] = j
     return Turn(opener, begin, tuple(tuple(s) for s in steps.values()))
+
+
+def _opener(views: Sequence[MessageView]) -> int | None:
+    """Index of the plain human message opening the current turn, or ``None``.
+
+    Walks back from the latest plain human message: while the message it meets first
+    (an ai message, or another plain human one) says the agent had not given its final
+    answer, the turn started earlier.
+    """
+    i = len(views) - 1
+    while i >= 0 and not _plain_human(views[i]):
+        i -= 1
+    if i < 0:
+        return None
+    found = i
+    while True:
+        j = found - 1
+        while j >= 0:
+            view = views[j]
+            if view.role == AI or _plain_human(view):
+                break
+            j -= 1
+        if j < 0 or (views[j].role == AI and not views[j].calls):
+            return found  # the start, or a final answer before it: it opens the turn
+        while j >= 0 and not _plain_human(views[j]):
+            j -= 1  # the agent was still working: the turn began at an earlier question
+        if j < 0:
+            return found  # no earlier question to join: this one opens the turn
+        found = j
 
 
 def dangling_calls(views: Sequence[MessageView]) -> tuple[tuple[int, tuple[str, ...]], ...]:
@@ -269,6 +307,12 @@ class Plan:
     turn: Turn = field(default_factory=lambda: Turn(None, 0))
     #: How many of the current turn's oldest steps were pruned (token mode only).
     dropped_steps: int = 0
+    #: Tokens of the turn note standing for the dropped steps (``turn_ladder``), counted
+    #: in ``kept_tokens``; 0 when no note is due.
+    note_tokens: int = 0
+    #: The turn note the edit step wrote for the dropped steps (``turn_ladder``), as
+    #: :func:`~agentstate_reducer.edit.turn_note` returns it, or ``None``.
+    note: tuple[int, Any, bool] | None = field(default=None, compare=False, repr=False)
     #: Whether the survivors exceed the target: ``target_tokens`` in token mode,
     #: ``max_messages`` in count mode (only after a triggered prune).
     over_target: bool = False
@@ -587,7 +631,7 @@ def _thresholds(
     cascade: bool,
 ) -> list[int]:
     """Per message of the turn's body: it survives a drop of the steps before ``b`` iff
-    ``b <= threshold`` (plain human/ai: its index; other plain roles: always; a result:
+    ``b <= threshold`` (plain ai: its index; other plain roles: always; a result:
     the earliest of its calls in the window, or never when one was never issued)."""
     n = len(views)
     always = n
@@ -595,7 +639,7 @@ def _thresholds(
     for i in range(turn.body, n):
         links = parents[i]
         if links is None:
-            out.append(i if views[i].role in PRUNABLE_ROLES else always)
+            out.append(i if views[i].role == AI else always)
         elif not cascade:
             out.append(always)
         elif None in links:
@@ -647,8 +691,26 @@ def _first_kept_step(
         return 0
     target = config.effective_target_tokens
     assert target is not None
+    note = _note_costs(views, steps, target) if config.turn_ladder else None
     target -= reserve
-    return next((k for k in range(1, len(bounds)) if fixed + cost[k] <= target), len(bounds) - 1)
+    for k in range(1, len(bounds)):
+        if fixed + cost[k] + (note[k] if note else 0) <= target:
+            return k
+    return len(bounds) - 1
+
+
+def _note_costs(
+    views: Sequence[MessageView], steps: Sequence[tuple[int, ...]], target: int
+) -> list[int]:
+    """Per number of dropped steps ``k``, the tokens of the turn note standing for them."""
+    cap = note_cap(target)
+    sizes: list[int] = []
+    out = [0]
+    for step in steps[:-1]:
+        calls = views[step[0]].billed_calls()
+        sizes.extend(entry_tokens((name, shown_args(args), "")) for name, args in calls)
+        out.append(note_tokens(sizes, cap))
+    return out
 
 
 def _token_cut(
@@ -789,7 +851,7 @@ def make_plan(
     why: dict[int, tuple[str, int | None]] = {}
     cut = start
     protected = bytearray(n)
-    dropped = 0
+    dropped = note = 0
     window_end = start  # where the window ended before start_on moved the cut
     held: tuple[int, ...] = ()
     if triggered:
@@ -819,9 +881,13 @@ def make_plan(
                     answering,
                 )
                 if dropped:
+                    if config.turn_ladder:
+                        target = config.effective_target_tokens
+                        assert target is not None
+                        note = _note_costs(views, turn.steps[: dropped + 1], target)[dropped]
                     keep_from = turn.steps[dropped][0]
                     for i in range(turn.body, keep_from):
-                        plain = views[i].role in PRUNABLE_ROLES and parents[i] is None
+                        plain = views[i].role == AI and parents[i] is None
                         if plain and not protected[i]:
                             pruned[i] = 1
                             why[i] = (OLD_STEP, None)
@@ -830,7 +896,9 @@ def make_plan(
             thresholds = _thresholds(views, parents, turn, start, cascade)
             for offset, threshold in enumerate(thresholds):
                 i = turn.body + offset
-                if i >= keep_from and threshold >= keep_from and not protected[i]:
+                # A question typed mid-turn stays, as the opener does.
+                stays = i >= keep_from or _plain_human(views[i])
+                if stays and threshold >= keep_from and not protected[i]:
                     protected[i] = 1
         if dropped:
             cut = n  # the turn alone is over budget: nothing before it can stay
@@ -845,7 +913,8 @@ def make_plan(
             cut = max(start, n - config.min_messages)
         window_end = cut
         if config.start_on == HUMAN:
-            cut = _human_cut(views, cut, start, turn.opener, back=not token_mode)
+            latest = next((i for i in range(n - 1, -1, -1) if _plain_human(views[i])), None)
+            cut = _human_cut(views, cut, start, latest, back=not token_mode)
         _prune_window(views, parents, pruned, protected, why, start, cut, window_end)
     if boundary is not None:
         for i in range(start, boundary):
@@ -864,6 +933,8 @@ def make_plan(
         kept = total - sum(map(counts.__getitem__, indices))
     elif counts is not None:  # counted lazily: every survivor was, the others maybe not
         kept = sum(map(counts.__getitem__, _indices(pruned.translate(_FLIP))))
+    if kept is not None:
+        kept += note
     kept_protected = tuple(i for i in _indices(protected) if protected[i] == 1 and not pruned[i])
     over_target = over_budget = False
     because: list[str] = []
@@ -891,6 +962,7 @@ def make_plan(
         held,
         turn=turn,
         dropped_steps=dropped,
+        note_tokens=note,
         over_target=over_target,
         over_budget=over_budget,
         over_because=tuple(because),
@@ -956,6 +1028,7 @@ _APPEND_FIELDS = frozenset(
         "dedupe_window",
         "start_on",
         "context_edits",  # the reducer appends only when editing would change nothing
+        "turn_ladder",  # acts only over max_tokens
     }
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import inspect
 import logging
@@ -25,7 +26,15 @@ from .config import (
     SummaryFactory,
     TokenCounterLike,
 )
-from .edit import AppendRule, ContextEdit, EditOption, edit_messages
+from .edit import (
+    CLEARED,
+    CLEARED_INPUT,
+    AppendRule,
+    ContextEdit,
+    EditOption,
+    edit_messages,
+    turn_note,
+)
 from .errors import ConfigError, ConfigTypeError, MessageFormatError, OutboxError, UnstorableError
 from .hooks import (
     NOT_DELIVERED,
@@ -386,6 +395,7 @@ class MessageReducer:
     pin: _Setting[PinLike | None] = _Setting()
     context_edits: _Setting[tuple[EditOption, ...]] = _Setting()
     repair_dangling_calls: _Setting[bool] = _Setting()
+    turn_ladder: _Setting[bool] = _Setting()
 
     def __init__(
         self,
@@ -661,7 +671,7 @@ class MessageReducer:
             fast = self._append(existing, messages, namespace)
             if fast is not None:
                 return messages, fast, None, (), added
-        if self.config.context_edits:
+        if self.config.context_edits or (self.config.turn_ladder and self.config.token_mode):
             edited, plan, memo, edits = self._prepare_edited(messages, namespace)
             return edited, plan, memo, edits, added
         plan, views, counts = self._plan(
@@ -702,6 +712,9 @@ class MessageReducer:
             namespace=namespace,
             read=(views, outcome.counts),
         )
+        note = turn_note(outcome.messages, views, plan, self.config)
+        if note is not None:  # the turn ladder's last rung: one note for the dropped steps
+            plan = replace(plan, note=note)
         return outcome.messages, plan, (views, outcome.counts), outcome.edits
 
     # -- the incremental path: a reduce of the list the last one returned -------------
@@ -1030,6 +1043,10 @@ class MessageReducer:
             if text is None:  # nothing to fold: the previous summary stays where it is
                 return ReducerResult(messages, [], None)
         surviving, pruned = _split(messages, plan.pruned)
+        if plan.note is not None:
+            index, note, replaces = plan.note
+            at = index - bisect.bisect_left(plan.pruned, index)
+            surviving[at : at + replaces] = [note]
         if text is not None and config.inject_summary:
             at = plan.insert_at
             surviving[at:at] = self._block(text, pruned)
@@ -1385,12 +1402,19 @@ class MessageReducer:
             result = _rebuilt(_NOTHING_PRUNED, surviving=messages, pruned=[])
         result = self._figures(result, messages, plan, added)
         self._note(messages, plan, memo, result)
-        if edits:
-            result = _rebuilt(result, edited=edits)
+        if edits or plan.dropped_steps:
+            body = plan.turn.body
+            result = _rebuilt(
+                result,
+                edited=edits,
+                turn_results_cleared=sum(e.kind == CLEARED and e.index >= body for e in edits),
+                turn_inputs_cleared=sum(e.kind == CLEARED_INPUT and e.index >= body for e in edits),
+                turn_steps_dropped=plan.dropped_steps,
+            )
         if not self.config.on_prune or not (result.pruned or edits):
             return result, []
         # An edited original travels under its handle (its id), marked as edited.
-        return result, [*result.pruned, *(e.original for e in edits)]
+        return result, [*result.pruned, *(e.original for e in edits if e.delivers)]
 
     # -- the two drivers ---------------------------------------------------------
 

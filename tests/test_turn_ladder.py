@@ -1,0 +1,170 @@
+"""The turn ladder: a current turn over max_tokens shrinks inside itself (results, then
+inputs, then the oldest steps for one note), never losing its question or latest step."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
+from agentstate_reducer.edit import is_edited
+from agentstate_reducer.messages import TURN_NOTE_KIND, injected_kind, message_id, package_note
+
+
+def turn(steps: int, words: int, *, args: int = 1, earlier: int = 0) -> list[Any]:
+    """A system prompt, ``earlier`` answered questions, then a question and ``steps``
+    sequential calls of ``step`` whose results are ``words`` words long."""
+    out: list[Any] = [SystemMessage(content="work through the steps", id="system")]
+    for q in range(earlier):
+        out.append(HumanMessage(content=f"old {q}", id=f"old-{q}"))
+        out.append(AIMessage(content="ok", id=f"a-{q}"))
+    out.append(HumanMessage(content="turn 0: please work through the steps", id="question"))
+    for k in range(steps):
+        call = {"name": "step", "args": {"query": f"0.{k}", "pad": "x" * args}, "id": f"c{k}"}
+        out.append(AIMessage(content="", tool_calls=[call], id=f"ai-{k}"))
+        out.append(ToolMessage(content=f"r{k} " + "lorem ipsum " * words, tool_call_id=f"c{k}",
+                               id=f"t{k}"))
+    return out
+
+
+class Hook:
+    def __init__(self) -> None:
+        self.ids: Counter[str] = Counter()
+
+    def __call__(self, pruned: list[Any], namespace: Any) -> None:
+        for m in pruned:
+            self.ids[message_id(m) or ""] += 1
+
+
+def ladder(most: int, target: int, hook: Hook | None = None, **kw: Any) -> MessageReducer:
+    config = agent_config(
+        max_tokens=most, target_tokens=target, token_counter="approximate",
+        on_prune=[hook] if hook else [], **kw
+    )
+    return MessageReducer(config=config)
+
+
+def check(survivors: list[Any], history: list[Any], whole: bool = True) -> None:
+    ids = [m.id for m in survivors]
+    assert "question" in ids
+    assert ids[-2:] == [history[-2].id, history[-1].id]
+    if whole:  # the latest step as it was
+        assert survivors[-1] is history[-1] and survivors[-2] is history[-2]
+    for provider in ("openai", "anthropic"):  # (Gemini and Bedrock: the scenario tests)
+        assert validate_history(survivors, provider=provider) == [], provider
+
+
+def test_clearing_older_results_keeps_every_step_when_that_fits() -> None:
+    history = turn(20, 250)
+    hook = Hook()
+    result = ladder(3000, 2000, hook).reduce(history)
+    check(result.surviving, history)
+    assert result.turn_steps_dropped == 0
+    assert result.turn_results_cleared == 19
+    results = [m for m in result.surviving if isinstance(m, ToolMessage)]
+    assert len(results) == 20 and all(is_edited(m.content) for m in results[:-1])
+    # The placeholder names the tool, its arguments and the handle.
+    assert results[0].content.startswith("[cleared: result of step, ")
+    assert '"query": "0.0"' in results[0].content and "handle ctx_" in results[0].content
+    assert result.tokens_after is not None and result.tokens_after <= 2000
+    assert not result.over_budget
+    # Each original reached the hooks once, under its handle.
+    assert sum(hook.ids.values()) == 19 and max(hook.ids.values()) == 1
+    again = ladder(3000, 2000).reduce(result.surviving)
+    assert again.surviving == result.surviving and not again.edited and not again.pruned
+
+
+def test_plain_config_keeps_todays_behaviour() -> None:
+    history = turn(20, 250)
+    config = ReducerConfig(max_tokens=3000, target_tokens=2000, token_counter="approximate")
+    result = MessageReducer(config=config).reduce(history)
+    assert not result.edited and result.turn_results_cleared == 0
+    assert not any(injected_kind(m) for m in result.surviving)
+    assert MessageReducer(config=config).plan(history).dropped_steps > 0
+
+
+def test_the_oldest_steps_go_for_one_note_when_clearing_is_not_enough() -> None:
+    history = turn(120, 250, earlier=3)
+    hook = Hook()
+    reducer = ladder(3000, 2000, hook)
+    result = reducer.reduce(history)
+    check(result.surviving, history)
+    notes = [m for m in result.surviving if injected_kind(m) == TURN_NOTE_KIND]
+    assert len(notes) == 1
+    note = notes[0]
+    assert result.surviving[result.surviving.index(note) - 1].id == "question"
+    assert result.turn_steps_dropped > 0
+    assert note.content.startswith(f"[turn note: {result.turn_steps_dropped} earlier steps")
+    assert "step " in note.content and "-> ctx_" in note.content
+    assert result.tokens_after is not None and result.tokens_after <= 3000
+    # The question, the note and the steps kept: every survivor of the turn is a step or note.
+    assert not result.over_budget
+    # Originals once: cleared results by handle, dropped messages by id.
+    assert max(hook.ids.values()) == 1
+    again = reducer.reduce(result.surviving)
+    assert [m.id for m in again.surviving] == [m.id for m in result.surviving]
+    assert not again.pruned
+
+
+def test_a_second_drop_carries_the_note_on() -> None:
+    history = turn(60, 250)
+    reducer = ladder(3000, 2000)
+    first = reducer.reduce(history)
+    more = first.surviving + turn(90, 250)[2 + 2 * 60 :]
+    second = reducer.reduce(more)
+    notes = [m for m in second.surviving if injected_kind(m) == TURN_NOTE_KIND]
+    assert len(notes) == 1
+    steps = first.turn_steps_dropped + second.turn_steps_dropped
+    assert notes[0].content.startswith(f"[turn note: {steps} earlier steps")
+    check(second.surviving, more)
+
+
+def test_big_inputs_are_cleared_after_the_results() -> None:
+    history = turn(30, 60, args=2000)
+    result = ladder(6000, 4000).reduce(history)
+    check(result.surviving, history)
+    assert result.turn_inputs_cleared > 0
+    ais = [m for m in result.surviving if isinstance(m, AIMessage) and m.tool_calls]
+    assert ais[-1].tool_calls[0]["args"]["pad"]  # the latest step's input stays
+
+
+def test_a_preview_is_cleared_without_handing_its_original_over_twice() -> None:
+    from agentstate_reducer import Offload
+
+    history = turn(30, 700)
+    hook = Hook()
+    reducer = ladder(3000, 2000, hook, context_edits=[Offload(above=800, head=100, tail=50)])
+    result = reducer.reduce(history)
+    check(result.surviving, history, whole=False)  # offloaded on first sight
+    results = [m for m in result.surviving if isinstance(m, ToolMessage)]
+    assert all(m.content.startswith("[cleared: ") for m in results[:-1])
+    assert results[-1].content.startswith("[offloaded: ")
+    assert max(hook.ids.values()) == 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 40), st.integers(5, 400), st.integers(1500, 6000), st.integers(0, 4))
+def test_laws(steps: int, words: int, most: int, earlier: int) -> None:
+    history = turn(steps, words, earlier=earlier)
+    hook = Hook()
+    reducer = ladder(most, most * 2 // 3, hook)
+    result = reducer.reduce(history)
+    check(result.surviving, history)
+    assert not hook.ids or max(hook.ids.values()) == 1
+    latest = sum(reducer.count_tokens(history[-2:]))
+    assert sum(reducer.count_tokens(result.surviving)) <= most + latest
+    assert result.over_budget == (result.tokens_after is not None and result.tokens_after > most)
+    again = reducer.reduce(result.surviving)
+    assert [m.id for m in again.surviving] == [m.id for m in result.surviving]
+    assert not again.pruned and not again.edited
+    for m in result.surviving:
+        assert (package_note(m) or {}).get("edit") is None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    pytest.main([__file__])
