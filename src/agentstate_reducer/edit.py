@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import Any, NamedTuple, Protocol
 
 from ._note import Entry, note_cap, note_text, shown_args
+from ._turns import Turn, current_turn
 from .errors import ConfigError
 from .messages import (
     CHAT,
@@ -52,7 +53,6 @@ from .messages import (
     with_parts,
     write_message,
 )
-from .plan import Plan, current_turn
 from .tokens import approximate_text_tokens
 from .tokens.cache import LazyCounts
 
@@ -193,6 +193,10 @@ class EditConfig(Protocol):
     def max_messages(self) -> int | None: ...
     @property
     def min_messages(self) -> int: ...
+    @property
+    def turn_ladder(self) -> bool: ...
+    @property
+    def effective_target_tokens(self) -> int | None: ...
 
 
 def check_edits(value: object) -> tuple[EditOption, ...]:
@@ -716,7 +720,7 @@ def _called(tool: str | None, args: str, tokens: int, handle: str) -> str:
     return f"{head}; called with {args}]" if args else f"{head}]"
 
 
-def _turn_size(editor: _Editor, turn: Any, start: int) -> int:
+def _turn_size(editor: _Editor, turn: Turn, start: int) -> int:
     """Tokens of what the turn rule keeps: the kept first messages, the opener, the body."""
     tokens = editor.tokens
     size = sum(tokens(i) for i in range(start))
@@ -725,7 +729,7 @@ def _turn_size(editor: _Editor, turn: Any, start: int) -> int:
     return size + sum(tokens(i) for i in range(turn.body, len(editor.messages)))
 
 
-def _ladder(editor: _Editor, config: ReducerConfig, start: int, limit: int) -> None:
+def _ladder(editor: _Editor, config: EditConfig, start: int, limit: int) -> None:
     """Rungs (a) and (b) of the ladder, oldest step first, while the turn is over: clear
     the older steps' results (previews too), then their inputs. The plan then drops the
     oldest steps if the turn is still over (rung c, :func:`turn_note`)."""
@@ -841,17 +845,21 @@ def view_parts(message: Any, view: MessageView) -> tuple[EditablePart, ...]:
 
 
 def turn_note(
-    messages: Sequence[Any], views: Sequence[MessageView], plan: Plan, config: ReducerConfig
+    messages: Sequence[Any],
+    views: Sequence[MessageView],
+    turn: Turn,
+    dropped: int,
+    config: EditConfig,
 ) -> tuple[int, Any, bool] | None:
-    """Rung (c) of the ladder: the one note standing for the steps ``plan`` dropped from
-    the current turn, as ``(index, note, replaces)``: the note replaces ``messages[index]``
-    (the turn's earlier note, whose entries it carries on), or goes in before it (the
-    first message of the turn's body). ``None`` when the plan dropped no step."""
-    turn = plan.turn
-    if not plan.dropped_steps or not config.turn_ladder:
+    """Rung (c) of the ladder: the one note standing for the ``dropped`` oldest steps the
+    plan dropped from the current ``turn``, as ``(index, note, replaces)``: the note
+    replaces ``messages[index]`` (the turn's earlier note, whose entries it carries on),
+    or goes in before it (the first message of the turn's body). ``None`` when the plan
+    dropped no step."""
+    if not dropped or not config.turn_ladder:
         return None
     entries: list[Entry] = []
-    steps = plan.dropped_steps
+    steps = dropped
     at, replaces, ident = turn.body, False, None
     for i in range(turn.body, len(messages)):
         if injected_kind(messages[i]) == TURN_NOTE_KIND:
@@ -860,7 +868,7 @@ def turn_note(
             steps += int(mark.get("steps", 0))
             at, replaces, ident = i, True, message_id(messages[i])
             break
-    for step in turn.steps[: plan.dropped_steps]:
+    for step in turn.steps[:dropped]:
         entries.extend(_note_entries(messages, views, step))
     if ident is None:
         first = turn.steps[0][0]

@@ -712,7 +712,7 @@ class MessageReducer:
             namespace=namespace,
             read=(views, outcome.counts),
         )
-        note = turn_note(outcome.messages, views, plan, self.config)
+        note = turn_note(outcome.messages, views, plan.turn, plan.dropped_steps, self.config)
         if note is not None:  # the turn ladder's last rung: one note for the dropped steps
             plan = replace(plan, note=note)
         return outcome.messages, plan, (views, outcome.counts), outcome.edits
