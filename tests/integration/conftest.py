@@ -452,6 +452,29 @@ def _call_key(name: str, args: Any) -> tuple[str, str]:
     return name, json.dumps(args, sort_keys=True)
 
 
+_NOTED = re.compile(r"^- (\S+) (\{.*?\})(?: -> ctx_[0-9a-f]+)?\]?$", re.M)
+_EARLIER = re.compile(r"^- and (\d+) earlier calls", re.M)
+
+
+def _noted(messages: Sequence[BaseMessage], plan: TurnPlan) -> set[tuple[str, str]]:
+    """The calls a turn note in ``messages`` says were done, as an LLM reads it: each
+    listed call, and for "and N earlier calls" the first N calls of the plan."""
+    seen: set[tuple[str, str]] = set()
+    for m in messages:
+        text = m.content if isinstance(m, HumanMessage) else None
+        if not isinstance(text, str) or not text.startswith("[turn note: "):
+            continue
+        for name, args in _NOTED.findall(text):
+            try:
+                seen.add(_call_key(name, json.loads(args)))
+            except ValueError:
+                continue
+        earlier = _EARLIER.search(text)
+        if earlier:
+            seen.update(_call_key(n, a) for n, a in plan[: int(earlier.group(1))])
+    return seen
+
+
 class AgentModel(BaseChatModel):
     """Acts like an LLM working through a plan per turn: one tool call at a time, then
     an answer. The one scripted model of the scenario tests.
@@ -531,6 +554,7 @@ class AgentModel(BaseChatModel):
                 if found:
                     previews.append(found.group(1))
         plan = self.plan(turn)
+        done |= _noted(messages, plan)
         finished = [k for k, (name, args) in enumerate(plan) if _call_key(name, args) in done]
         if self.chain:
             todo = list(range(max(finished) + 1 if finished else 0, len(plan)))
