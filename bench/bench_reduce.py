@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agentstate_reducer import MessageReducer, ReducerConfig
-from agentstate_reducer.messages import read_messages
 from agentstate_reducer.plan import make_plan
+from agentstate_reducer.read import read_messages
 from agentstate_reducer.tokens import TokenCountCache, resolve_token_counter
 from agentstate_reducer.tokens.cache import LazyCounts
 

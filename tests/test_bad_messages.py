@@ -24,7 +24,7 @@ from agentstate_reducer import (
     trim_messages,
     validate_history,
 )
-from agentstate_reducer.messages import MAX_DEPTH, read_message, read_messages
+from agentstate_reducer.read import MAX_DEPTH, read_message, read_messages
 
 SECRET = "SECRET-7f3a"
 #: Where the bad message sits in every history below.

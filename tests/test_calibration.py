@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
 from agentstate_reducer import ConfigError, MessageReducer, ReducerConfig, tokens
-from agentstate_reducer.messages import reported_input_tokens
+from agentstate_reducer.read import reported_input_tokens
 from agentstate_reducer.tokens import REPLY_PRIMING_TOKENS, Calibration, request_overhead
 
 CORPUS = Path(__file__).parent / "fixtures" / "token_corpus"

@@ -32,7 +32,7 @@ from agentstate_reducer.edit import (
     handle_of,
     is_edited,
 )
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     TOOL_ARGS_PART,
     TOOL_RESULT_PART,
     editable_parts,

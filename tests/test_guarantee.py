@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from strategies import histories
 
 from agentstate_reducer import MessageReducer, ReducerConfig, trim_messages, validate_history
-from agentstate_reducer.messages import read_message, read_messages
 from agentstate_reducer.plan import make_plan
+from agentstate_reducer.read import read_message, read_messages
 
 COMBOS = [
     (provider, mode, preserve_first, inject_summary, start_on)

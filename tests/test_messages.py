@@ -18,7 +18,7 @@ from langchain_core.messages import (
 )
 
 from agentstate_reducer import MessageFormatError
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     message_id,
     message_parts,
     normalize_role,
@@ -178,7 +178,7 @@ def test_synthetic_results_are_written_in_the_issuers_shape() -> None:
     from langchain_core.load import dumpd
     from langchain_core.messages import AIMessage, ToolMessage, messages_to_dict
 
-    from agentstate_reducer.messages import INTERRUPTED_RESULT, synthetic_results
+    from agentstate_reducer.read import INTERRUPTED_RESULT, synthetic_results
 
     openai = {"role": "assistant", "content": None, "id": "a",
               "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f"}}]}

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from fast_path import read_fast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -18,13 +19,13 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from agentstate_reducer import messages
 from agentstate_reducer.errors import MessageFormatError
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     copy_state,
     message_parts,
     message_state,
 )
+from agentstate_reducer.read.chat import _read
 
 IMAGE = "data:image/png;base64," + "iVBORw0KGgo" * 20_000
 
@@ -335,14 +336,14 @@ def test_a_saved_state_matches_exactly_while_the_arguments_are_unchanged(
 
 
 def _fast(message: Any) -> Any:
-    return messages._read_fast(message)
+    return read_fast(message)
 
 
 def _plain_agrees(message: Any) -> None:
     """The fast path, where it reads a message, gives exactly the general reader's record."""
     fast = _fast(message)
     if fast is not None:
-        assert fast == messages._read(message, 0)
+        assert fast == _read(message, 0)
         assert fast.role in ("human", "ai", "system", "tool", "function")
 
 
@@ -475,7 +476,7 @@ def test_the_fast_path_agrees_with_the_general_reader_on_langchain_objects(
 def test_with_parts_copies_a_langchain_message_deeply_sharing_nothing() -> None:
     from langchain_core.messages import AIMessage, ToolMessage
 
-    from agentstate_reducer.messages import with_parts
+    from agentstate_reducer.read import with_parts
 
     call = {"id": "c1", "name": "lookup", "args": {"q": ["x"]}}
     ai = AIMessage("", tool_calls=[call], id="a1", additional_kwargs={"k": {"deep": [1]}},

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agentstate_reducer import MessageReducer, ReducerConfig, trim_messages, validate_history
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     MEDIA_PART,
     REASONING_PART,
     TOOL_USE_PART,

@@ -1,14 +1,13 @@
 """The reader is the only place that knows message shapes (issue 11).
 
-Every module under ``src/`` is parsed; outside the reader (``messages.py`` and the
-``_shape_*.py`` modules it dispatches to) no module may name a message-shape key in a
-subscript, a ``.get``/``.pop``/``.setdefault``, an ``in`` test, a ``getattr`` family call
-or a dict display. Such a module reads a message through :class:`MessageRecord` and
-writes one through the reader's writers (``write_message``, ``match_shape``,
-``with_parts``, ``write_request``). The same check by hand::
+Every module under ``src/`` is parsed; outside the reader (the package ``read/``) no
+module may name a message-shape key in a subscript, a ``.get``/``.pop``/``.setdefault``,
+an ``in`` test, a ``getattr`` family call or a dict display. Such a module reads a
+message through :class:`MessageRecord` and writes one through the reader's writers
+(``write_message``, ``match_shape``, ``with_parts``, ``write_request``). The same check by hand::
 
     grep -rnE "[\\[\\(]\\"(role|content|tool_calls|tool_call_id|parts|type|call_id)\\"" \\
-        src/agentstate_reducer --include=*.py | grep -vE "/(messages|_shape_[a-z_]+)\\.py:"
+        src/agentstate_reducer --include=*.py | grep -v "/read/"
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentstate_reducer.errors import MessageFormatError
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     AI,
     HUMAN,
     INJECTED_KEY,
@@ -60,7 +59,7 @@ SHAPE_KEYS = frozenset(
 
 
 def _is_reader(path: Path) -> bool:
-    return path.name == "messages.py" or path.name.startswith("_shape_")
+    return path.parent.name == "read"
 
 
 #: ``(module, enclosing function, key)`` uses that are not message shapes; each says why.

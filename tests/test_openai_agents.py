@@ -18,8 +18,8 @@ from agents import Agent, RunContextWrapper, SessionSettings, SQLiteSession, fun
 from agents.run_config import CallModelData, ModelInputData
 
 from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
-from agentstate_reducer.messages import INJECTED_KEY
 from agentstate_reducer.openai_agents import ReducingSession, reducing_input_filter
+from agentstate_reducer.read import INJECTED_KEY
 from agentstate_reducer.tokens import request_overhead, resolve_token_counter
 
 

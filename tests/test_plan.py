@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import ReducerConfig
-from agentstate_reducer.messages import PRUNABLE_ROLES, MessageView, read_messages
 from agentstate_reducer.plan import (
     CASCADE,
     CURRENT_TURN,
@@ -29,10 +28,11 @@ from agentstate_reducer.plan import (
     link_calls,
     make_plan,
 )
+from agentstate_reducer.read import PRUNABLE_ROLES, MessageRecord, read_messages
 
 
-def V(role: str, calls: tuple[str, ...] = (), answers: tuple[str, ...] = ()) -> MessageView:
-    return MessageView(role, None, calls, answers)
+def V(role: str, calls: tuple[str, ...] = (), answers: tuple[str, ...] = ()) -> MessageRecord:
+    return MessageRecord(role, None, calls, answers)
 
 
 def count_config(lo: int, hi: int | None, **kw: Any) -> ReducerConfig:
@@ -152,7 +152,7 @@ def test_the_current_turn_is_never_pruned() -> None:
     assert nxt.pruned == (1, 2, 3, 4, 5, 6, 7, 8)
 
 
-def steps_turn(tag: str, k: int, final: bool = True) -> list[MessageView]:
+def steps_turn(tag: str, k: int, final: bool = True) -> list[MessageRecord]:
     out = [V("human")]
     for s in range(k):
         out += [V("ai", calls=(f"{tag}{s}",)), V("tool", answers=(f"{tag}{s}",))]
@@ -380,9 +380,9 @@ def test_token_mode_needs_counts() -> None:
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> list[MessageView]:
+def histories(draw: st.DrawFn) -> list[MessageRecord]:
     """Views with tool calls (parallel, pending, orphaned), system and odd roles."""
-    views: list[MessageView] = []
+    views: list[MessageRecord] = []
     n = draw(st.integers(0, 40))
     next_id = 0
     open_calls: list[str] = []
@@ -413,15 +413,15 @@ def histories(draw: st.DrawFn) -> list[MessageView]:
     return views
 
 
-def plain_human(view: MessageView) -> bool:
+def plain_human(view: MessageRecord) -> bool:
     return view.role == "human" and not view.answers
 
 
-def issuer_of(views: list[MessageView], j: int, answer: str) -> int | None:
+def issuer_of(views: list[MessageRecord], j: int, answer: str) -> int | None:
     return max((i for i in range(j) if answer in views[i].calls), default=None)
 
 
-def ref_turn(views: list[MessageView], start: int) -> tuple[int | None, int, list[int]]:
+def ref_turn(views: list[MessageRecord], start: int) -> tuple[int | None, int, list[int]]:
     """The current turn the slow way: (opener, first body index, its steps' ai indices)."""
     opener = _reference_opener(views)
     body = opener + 1 if opener is not None else start
@@ -429,7 +429,7 @@ def ref_turn(views: list[MessageView], start: int) -> tuple[int | None, int, lis
     return opener, body, steps
 
 
-def ref_protected(views: list[MessageView], cfg: ReducerConfig, start: int, b: int) -> set[int]:
+def ref_protected(views: list[MessageRecord], cfg: ReducerConfig, start: int, b: int) -> set[int]:
     """What the turn rule keeps when the turn's body starts at ``b``."""
     opener, body, steps = ref_turn(views, start)
     if not steps:
@@ -446,7 +446,7 @@ def ref_protected(views: list[MessageView], cfg: ReducerConfig, start: int, b: i
 
 
 def ref_prune(
-    views: list[MessageView],
+    views: list[MessageRecord],
     cfg: ReducerConfig,
     cut: int,
     keep: set[int] = frozenset(),  # type: ignore[assignment]
@@ -468,7 +468,7 @@ def ref_prune(
     return pruned
 
 
-def ref_human_cut(views: list[MessageView], cut: int, start: int, back: bool) -> int:
+def ref_human_cut(views: list[MessageRecord], cut: int, start: int, back: bool) -> int:
     latest = max((i for i, v in enumerate(views) if plain_human(v)), default=None)
     if latest is None or latest < start:
         return cut
@@ -481,7 +481,7 @@ def ref_human_cut(views: list[MessageView], cut: int, start: int, back: bool) ->
     return min(q for q in humans if q >= cut)
 
 
-def survivors_ok(views: list[MessageView], pruned: set[int], start: int = 1) -> bool:
+def survivors_ok(views: list[MessageRecord], pruned: set[int], start: int = 1) -> bool:
     """No kept result lacks an earlier kept call (a preserved first message is exempt)."""
     issued: set[str] = set()
     for i, view in enumerate(views):
@@ -493,7 +493,7 @@ def survivors_ok(views: list[MessageView], pruned: set[int], start: int = 1) -> 
     return True
 
 
-def check_figures(plan: Plan, views: list[MessageView], cfg: ReducerConfig) -> None:
+def check_figures(plan: Plan, views: list[MessageRecord], cfg: ReducerConfig) -> None:
     assert plan.kept == len(views) - len(plan.pruned)
     if cfg.token_mode:
         assert plan.over_budget == (plan.triggered and plan.kept_tokens > cfg.max_tokens)  # type: ignore[operator]
@@ -515,7 +515,7 @@ def check_figures(plan: Plan, views: list[MessageView], cfg: ReducerConfig) -> N
     st.booleans(),
 )
 def test_count_mode_matches_reference(
-    views: list[MessageView], lo: int, extra: int, first: bool, cascade: bool, human: bool
+    views: list[MessageRecord], lo: int, extra: int, first: bool, cascade: bool, human: bool
 ) -> None:
     cfg = count_config(
         lo,
@@ -562,7 +562,7 @@ def test_count_mode_matches_reference(
     st.booleans(),
 )
 def test_token_mode_matches_reference(
-    case: tuple[list[MessageView], list[int]],
+    case: tuple[list[MessageRecord], list[int]],
     mx: int,
     slack: int,
     first: bool,
@@ -630,7 +630,7 @@ def test_token_mode_matches_reference(
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.integers(0, 8), st.integers(0, 8), st.booleans(), st.booleans())
 def test_start_on_human_makes_the_tail_open_with_a_human(
-    views: list[MessageView], lo: int, extra: int, first: bool, tokens: bool
+    views: list[MessageRecord], lo: int, extra: int, first: bool, tokens: bool
 ) -> None:
     cfg = (
         token_config(lo * 10 + extra * 5 + 1, preserve_first=first, start_on="human")
@@ -666,7 +666,7 @@ def test_start_on_human_makes_the_tail_open_with_a_human(
 @settings(max_examples=200, deadline=None)
 @given(histories(), st.integers(0, 8), st.integers(0, 8), st.booleans(), st.booleans())
 def test_planning_the_survivors_again_prunes_nothing(
-    views: list[MessageView], lo: int, extra: int, first: bool, human: bool
+    views: list[MessageRecord], lo: int, extra: int, first: bool, human: bool
 ) -> None:
     cfg = count_config(lo, lo + extra, preserve_first=first, start_on="human" if human else None)
     plan = make_plan(views, cfg)
@@ -686,9 +686,9 @@ def test_plan_reads_real_messages() -> None:
 _ids = st.lists(st.sampled_from("abc"), max_size=2, unique=True).map(tuple)
 _views = st.lists(
     st.one_of(
-        st.builds(lambda c: MessageView("ai", None, c, ()), _ids),
-        st.builds(lambda a: MessageView("tool", None, (), a), _ids),
-        st.just(MessageView("human", None, (), ())),
+        st.builds(lambda c: MessageRecord("ai", None, c, ()), _ids),
+        st.builds(lambda a: MessageRecord("tool", None, (), a), _ids),
+        st.just(MessageRecord("human", None, (), ())),
     ),
     max_size=12,
 )
@@ -697,7 +697,7 @@ _views = st.lists(
 @pytest.mark.slow
 @given(_views, st.data())
 def test_link_calls_over_a_window_agrees_with_the_whole_history(
-    views: list[MessageView], data: st.DataObject
+    views: list[MessageRecord], data: st.DataObject
 ) -> None:
     whole, _ = link_calls(views)
     for j, view in enumerate(views):  # the latest earlier issuer of each answered call
@@ -777,7 +777,7 @@ def test_a_question_typed_mid_turn_stays_when_its_steps_go() -> None:
     assert 6 in plan.protected and 1 in plan.protected
 
 
-def _reference_opener(views: list[MessageView]) -> int | None:
+def _reference_opener(views: list[MessageRecord]) -> int | None:
     """The opener by a forward walk: a plain human opens a turn when no turn is open or
     the latest ai message since the turn's opener (none: still open) is a final answer."""
     opener: int | None = None
@@ -794,5 +794,5 @@ def _reference_opener(views: list[MessageView]) -> int | None:
 
 @settings(max_examples=300, deadline=None)
 @given(histories())
-def test_the_opener_agrees_with_a_forward_walk(views: list[MessageView]) -> None:
+def test_the_opener_agrees_with_a_forward_walk(views: list[MessageRecord]) -> None:
     assert current_turn(views).opener == _reference_opener(views)

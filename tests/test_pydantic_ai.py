@@ -40,7 +40,13 @@ from strategies import render, scripts
 
 from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
 from agentstate_reducer.hooks import DeliveryLedger
-from agentstate_reducer.messages import (
+from agentstate_reducer.pydantic_ai import (
+    ReducingCapability,
+    ahistory_processor,
+    history_processor,
+    run_namespace,
+)
+from agentstate_reducer.read import (
     content_kinds,
     copy_state,
     editable_parts,
@@ -49,12 +55,6 @@ from agentstate_reducer.messages import (
     message_state,
     read_message,
     synthetic_results,
-)
-from agentstate_reducer.pydantic_ai import (
-    ReducingCapability,
-    ahistory_processor,
-    history_processor,
-    run_namespace,
 )
 from agentstate_reducer.reducer import repair_dangling_calls
 
@@ -123,7 +123,7 @@ def test_views(
 
 
 def test_thinking_parts_are_reasoning_parts() -> None:
-    from agentstate_reducer.messages import ReasoningPart, reasoning_parts
+    from agentstate_reducer.read import ReasoningPart, reasoning_parts
 
     response = ModelResponse(parts=[ThinkingPart("hm"), TextPart("x"), ToolCallPart("t", {}, "a")])
     assert reasoning_parts(response) == (ReasoningPart("thinking", 0, True),)
@@ -388,7 +388,7 @@ def test_context_editing_writes_back_a_new_message_of_the_same_class_losslessly(
     from dataclasses import fields
 
     from agentstate_reducer import ClearToolResults
-    from agentstate_reducer.messages import message_id, package_note
+    from agentstate_reducer.read import message_id, package_note
 
     big = "row " * 400
     history = conversation(3)

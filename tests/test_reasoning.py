@@ -25,7 +25,7 @@ from agentstate_reducer import (
     trim_messages,
     validate_history,
 )
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     editable_parts,
     message_parts,
     reasoning_parts,

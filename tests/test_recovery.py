@@ -21,8 +21,8 @@ from agentstate_reducer import (
     classify_error,
     validate_history,
 )
-from agentstate_reducer.messages import read_messages, reasoning_parts, without_reasoning
 from agentstate_reducer.plan import current_turn
+from agentstate_reducer.read import read_messages, reasoning_parts, without_reasoning
 from agentstate_reducer.recovery import (
     CHECKED_REASONING,
     DEFAULT_SHRINK,

@@ -22,7 +22,7 @@ from agentstate_reducer import (
     ReducerConfig,
     ReducerResult,
 )
-from agentstate_reducer.messages import read_message
+from agentstate_reducer.read import read_message
 
 
 def msgs(n: int, *, first: str = "system") -> list[dict[str, Any]]:
@@ -785,7 +785,7 @@ def test_orphans_already_in_the_input_are_removed(history: list[Any]) -> None:
 
 def test_injected_summaries_never_reach_on_prune() -> None:
     """Rolling folds prune the previous summary pair: memory gets conversation only."""
-    from agentstate_reducer.messages import is_injected
+    from agentstate_reducer.read import is_injected
 
     got: list[Any] = []
     reducer = MessageReducer(

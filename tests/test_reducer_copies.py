@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from strategies import SHAPES, histories
 
 from agentstate_reducer import MessageReducer, ReducerConfig
-from agentstate_reducer.messages import message_id, read_message
+from agentstate_reducer.read import message_id, read_message
 
 
 def _tokens(message: Any) -> int:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from agentstate_reducer import ClearToolResults, MessageReducer, Offload, ReducerConfig
 from agentstate_reducer import reducer as reducer_module
 from agentstate_reducer.edit import OFFLOADED
-from agentstate_reducer.messages import message_content, message_id, read_message, with_content
+from agentstate_reducer.read import message_content, message_id, read_message, with_content
 
 
 def _content_tokens(message: Any) -> int:

@@ -31,7 +31,7 @@ from agentstate_reducer import (
 )
 from agentstate_reducer.edit import ClearToolResults, Offload
 from agentstate_reducer.errors import ConfigError
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     content_kinds,
     editable_parts,
     message_parts,
@@ -689,7 +689,7 @@ def test_offloading_never_touches_a_reasoning_block() -> None:
 
 
 def test_reasoning_blocks_are_reasoning_parts_signed_or_not() -> None:
-    from agentstate_reducer.messages import ReasoningPart, reasoning_parts
+    from agentstate_reducer.read import ReasoningPart, reasoning_parts
 
     use = {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}}
     signed = {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "s"}}}

@@ -29,7 +29,8 @@ from agentstate_reducer import (
     validate_history,
 )
 from agentstate_reducer.edit import ClearToolResults, Offload
-from agentstate_reducer.messages import (
+from agentstate_reducer.plan import CASCADE, make_plan
+from agentstate_reducer.read import (
     content_kinds,
     editable_parts,
     message_parts,
@@ -38,7 +39,6 @@ from agentstate_reducer.messages import (
     synthetic_results,
     with_parts,
 )
-from agentstate_reducer.plan import CASCADE, make_plan
 from agentstate_reducer.tokens import resolve_token_counter
 
 _count = resolve_token_counter("approximate")
@@ -686,7 +686,7 @@ def test_offloading_never_touches_a_thought_part_or_its_signature() -> None:
 
 
 def test_thought_parts_are_reasoning_parts() -> None:
-    from agentstate_reducer.messages import ReasoningPart, reasoning_parts
+    from agentstate_reducer.read import ReasoningPart, reasoning_parts
 
     content = {"role": "model", "parts": [
         {"text": "let me think", "thought": True},

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fast_path import read_fast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies_responses import responses_histories
@@ -26,10 +27,10 @@ from agentstate_reducer import (
     trim_messages,
     validate_history,
 )
-from agentstate_reducer import _shape_responses as shape
 from agentstate_reducer import messages as m
 from agentstate_reducer.cli import load, main
 from agentstate_reducer.plan import COMPACTED, make_plan, response_units
+from agentstate_reducer.read import responses as shape
 from agentstate_reducer.tokens import approximate_token_count
 
 R = "openai-responses"
@@ -114,7 +115,7 @@ def test_each_item_is_read_with_its_role_id_and_call_links() -> None:
 def test_chat_shapes_keep_the_plain_view() -> None:
     views = m.read_messages([_user(), {"role": "assistant", "content": "hi"},
                              {"type": "human", "content": "x"}])
-    assert {type(v) for v in views} == {m.MessageView}
+    assert {type(v) for v in views} == {m.MessageRecord}
     assert response_units(views) == ()
 
 
@@ -222,7 +223,7 @@ def test_the_fast_path_never_reads_an_item_that_groups() -> None:
     items = [_reasoning(), _call(), _output(), _compaction(), {"type": "web_search_call",
                                                                "id": "ws_1"}]
     for item in items:
-        assert m._read_fast(item) is None, item
+        assert read_fast(item) is None, item
     groups = [m.read_message(x).group for x in items]
     assert groups == [m.GROUP_REASONING, m.GROUP_OUTPUT, m.GROUP_NONE, m.GROUP_BOUNDARY,
                       m.GROUP_OUTPUT]

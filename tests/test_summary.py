@@ -24,7 +24,8 @@ from agentstate_reducer import (
     summarize_with,
     validate_history,
 )
-from agentstate_reducer.messages import (
+from agentstate_reducer.plan import PINNED, make_plan
+from agentstate_reducer.read import (
     INJECTED_KEY,
     SUMMARY_ACK_KIND,
     SUMMARY_KIND,
@@ -34,7 +35,6 @@ from agentstate_reducer.messages import (
     read_messages,
     summary_covers,
 )
-from agentstate_reducer.plan import PINNED, make_plan
 from agentstate_reducer.summary import SUMMARY_PROMPT, match_shape, summary_key
 from agentstate_reducer.tokens import approximate_token_count
 

@@ -627,7 +627,7 @@ def test_the_language_is_told_in_long_ascii_text_only(monkeypatch: pytest.Monkey
 
 
 def test_read_counted_reads_view_and_count_at_once_for_built_in_counters() -> None:
-    from agentstate_reducer.messages import read_message
+    from agentstate_reducer.read import read_message
     from agentstate_reducer.tokens import read_counted
 
     message = _tool_only_ai()

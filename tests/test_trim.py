@@ -39,7 +39,7 @@ from agentstate_reducer import (
     resolve_token_counter,
     trim_messages,
 )
-from agentstate_reducer.messages import (
+from agentstate_reducer.read import (
     message_content,
     message_id,
     read_message,

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
 from agentstate_reducer.edit import is_edited
-from agentstate_reducer.messages import TURN_NOTE_KIND, injected_kind, message_id, package_note
+from agentstate_reducer.read import TURN_NOTE_KIND, injected_kind, message_id, package_note
 
 
 def turn(steps: int, words: int, *, args: int = 1, earlier: int = 0) -> list[Any]:

@@ -19,7 +19,7 @@ from langchain_core.messages import (
 from strategies import SHAPES, Calls, Results, Say, Script, histories, render
 
 from agentstate_reducer import MessageFormatError, Problem, check_history, validate_history
-from agentstate_reducer.messages import content_kinds, read_message
+from agentstate_reducer.read import content_kinds, read_message
 from agentstate_reducer.validate import PROVIDERS, RULES, UNKNOWN_ROLE, InvalidHistoryError
 
 

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from .errors import MessageFormatError
-from .messages import as_update, message_id, read_message
+from .read import as_update, message_id, read_message
 
 __all__ = ("PrunedIds", "merge_messages", "require")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .messages import AI, HUMAN, MessageView
+from .read import AI, HUMAN, MessageRecord
 
 __all__ = ("Turn", "current_turn")
 
@@ -38,11 +38,11 @@ class Turn:
         return self.begin + 1 if self.opener is not None else self.begin
 
 
-def _plain_human(view: MessageView) -> bool:
+def _plain_human(view: MessageRecord) -> bool:
     return view.role == HUMAN and not view.answers
 
 
-def current_turn(views: Sequence[MessageView], start: int = 0) -> Turn:
+def current_turn(views: Sequence[MessageRecord], start: int = 0) -> Turn:
     """The current turn of ``views``: the plain human message that opened it and what follows.
 
     A plain human message opens a turn only after the agent's final answer (the latest
@@ -72,7 +72,7 @@ def current_turn(views: Sequence[MessageView], start: int = 0) -> Turn:
     return Turn(opener, begin, tuple(tuple(s) for s in steps.values()))
 
 
-def _opener(views: Sequence[MessageView]) -> int | None:
+def _opener(views: Sequence[MessageRecord]) -> int | None:
     """Index of the plain human message opening the current turn, or ``None``.
 
     Walks back from the latest plain human message: while the message it meets first

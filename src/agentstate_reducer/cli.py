@@ -29,7 +29,8 @@ from typing import Any
 
 from .config import ReducerConfig
 from .errors import ConfigError, MessageFormatError, ReducerError
-from .messages import (
+from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
+from .read import (
     AI,
     FUNCTION,
     HUMAN,
@@ -47,7 +48,6 @@ from .messages import (
     serialisation,
     write_request,
 )
-from .plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
 from .reducer import MessageReducer, repair_dangling_calls
 from .tokens import TokenCounter, check_token_counter, resolve_token_counter
 from .trim import trim_selection

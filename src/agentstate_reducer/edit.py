@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, Protocol
 from ._note import Entry, note_cap, note_text, shown_args
 from ._turns import Turn, current_turn
 from .errors import ConfigError
-from .messages import (
+from .read import (
     CHAT,
     HUMAN,
     INJECTED_KEY,
@@ -40,7 +40,7 @@ from .messages import (
     TOOL_RESULT_PART,
     TURN_NOTE_KIND,
     EditablePart,
-    MessageView,
+    MessageRecord,
     editable_size,
     holding_block,
     injected_kind,
@@ -345,7 +345,7 @@ class _Editor:
     def __init__(
         self,
         messages: Sequence[Any],
-        views: Sequence[MessageView],
+        views: Sequence[MessageRecord],
         counts: Sequence[int] | None,
         count: Callable[[Any], int],
         text_tokens: Callable[[str], int] | None = None,
@@ -659,7 +659,7 @@ def _clear(
 
 def edit_messages(
     messages: Sequence[Any],
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     counts: Sequence[int] | None,
     config: EditConfig,
     count: Callable[[Any], int],
@@ -812,7 +812,7 @@ def _clear_inputs(editor: _Editor, i: int, placed: set[str]) -> int:
 
 
 def _note_entries(
-    messages: Sequence[Any], views: Sequence[MessageView], step: tuple[int, ...]
+    messages: Sequence[Any], views: Sequence[MessageRecord], step: tuple[int, ...]
 ) -> list[Entry]:
     """What a note lists of one dropped step: each call, its arguments, its result's handle."""
     ai = step[0]
@@ -839,14 +839,14 @@ def _note_entries(
     return out
 
 
-def view_parts(message: Any, view: MessageView) -> tuple[EditablePart, ...]:
+def view_parts(message: Any, view: MessageRecord) -> tuple[EditablePart, ...]:
     """The editable parts of ``message`` read with its record."""
     return view.shape.editable(message, view)
 
 
 def turn_note(
     messages: Sequence[Any],
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     turn: Turn,
     dropped: int,
     config: EditConfig,
@@ -903,7 +903,7 @@ class AppendRule:
         new: Sequence[Any] = (),
         new_counts: Sequence[int] | None = None,
         count: Callable[[Any], int] | None = None,
-        new_views: Sequence[MessageView] | None = None,
+        new_views: Sequence[MessageRecord] | None = None,
     ) -> bool:
         """``size`` messages and ``tokens`` (token mode) of the whole, ``new`` at its end
         (``new_views``: their records, when read already)."""
@@ -929,7 +929,7 @@ class AppendRule:
         return True
 
 
-def _count_mode_stop(views: Sequence[MessageView], config: EditConfig) -> int:
+def _count_mode_stop(views: Sequence[MessageRecord], config: EditConfig) -> int:
     """In count mode, the first index a prune may keep (0 when it will not prune).
 
     The window keeps the last ``min_messages`` and the current turn; what lies before

@@ -19,7 +19,7 @@ from typing import Any
 
 from .config import RememberFn
 from .errors import ConfigError, ConfigTypeError
-from .messages import message_state, raw_message_id
+from .read import message_state, raw_message_id
 
 __all__ = (
     "NOT_DELIVERED",

@@ -36,7 +36,7 @@ from ._locks import LoopSafeLock
 from ._recover import Recovery
 from .config import ReducerResult
 from .errors import ConfigTypeError
-from .messages import HUMAN, INJECTED_KEY, write_message
+from .read import HUMAN, INJECTED_KEY, write_message
 from .reducer import MessageReducer, warn_once_over_budget
 
 __all__ = ("RecoveringModel", "ReducingSession", "reducing_input_filter")

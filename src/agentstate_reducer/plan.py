@@ -45,14 +45,14 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from ._note import entry_tokens, note_cap, note_tokens, shown_args
 from ._turns import Turn, _plain_human, current_turn
 from .errors import ConfigError
-from .messages import (
+from .read import (
     AI,
     GROUP_BOUNDARY,
     GROUP_OUTPUT,
     GROUP_REASONING,
     HUMAN,
     PRUNABLE_ROLES,
-    MessageView,
+    MessageRecord,
     record_group,
 )
 
@@ -113,14 +113,14 @@ UNDER_THRESHOLD = "under threshold"
 _group = record_group
 
 
-def _joins(before: MessageView, after: MessageView) -> bool:
+def _joins(before: MessageRecord, after: MessageRecord) -> bool:
     """Whether ``after`` continues the model response ``before`` is part of."""
     if after.role != AI or before.role != AI:
         return False
     return before.group == GROUP_REASONING or after.group in (GROUP_OUTPUT, GROUP_REASONING)
 
 
-def response_units(views: Sequence[MessageView]) -> tuple[tuple[int, int], ...]:
+def response_units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
     """The model responses spanning several messages, as ``(begin, end)`` index ranges.
 
     A run of consecutive ai items with a Responses output item among them (a
@@ -131,7 +131,7 @@ def response_units(views: Sequence[MessageView]) -> tuple[tuple[int, int], ...]:
     return _units(views) if any(map(_group, views)) else ()
 
 
-def _units(views: Sequence[MessageView]) -> tuple[tuple[int, int], ...]:
+def _units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
     out = []
     n = len(views)
     i = 0
@@ -145,18 +145,18 @@ def _units(views: Sequence[MessageView]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def _boundary(views: Sequence[MessageView]) -> int | None:
+def _boundary(views: Sequence[MessageRecord]) -> int | None:
     """Index of the latest compaction item, or ``None``."""
     return _latest_boundary(views) if any(map(_group, views)) else None
 
 
-def _latest_boundary(views: Sequence[MessageView]) -> int | None:
+def _latest_boundary(views: Sequence[MessageRecord]) -> int | None:
     return next(
         (i for i in range(len(views) - 1, -1, -1) if views[i].group == GROUP_BOUNDARY), None
     )
 
 
-def dangling_calls(views: Sequence[MessageView]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+def dangling_calls(views: Sequence[MessageRecord]) -> tuple[tuple[int, tuple[str, ...]], ...]:
     """Dead tool calls: ``(ai index, call ids)`` with no result, followed by a later message.
 
     A call is dead when no message answers it and a plain human or an ai message comes
@@ -277,7 +277,7 @@ class Views(Protocol):
     """What :func:`link_calls` reads: a list of views, or an object reading them lazily."""
 
     def __len__(self) -> int: ...
-    def __getitem__(self, index: int, /) -> MessageView: ...
+    def __getitem__(self, index: int, /) -> MessageRecord: ...
 
 
 #: Per message, the index of the latest earlier issuer of each call it answers
@@ -440,7 +440,7 @@ def _indices(flags: bytes | bytearray, base: int = 0) -> list[int]:
 
 
 def _plain_prunable(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     parents: Sequence[tuple[int | None, ...] | None],
     lo: int,
     hi: int,
@@ -451,7 +451,7 @@ def _plain_prunable(
 
 
 def _prune_window(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     parents: Sequence[tuple[int | None, ...] | None],
     pruned: bytearray,
     protected: bytearray,
@@ -486,7 +486,7 @@ def _prune_window(
 
 
 def _kept_anyway(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     parents: Sequence[tuple[int | None, ...] | None],
     counts: Sequence[int],
     start: int,
@@ -539,7 +539,7 @@ _NEVER = -1  # a threshold below every boundary: the message never survives
 
 
 def _thresholds(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     parents: Sequence[tuple[int | None, ...] | None],
     turn: Turn,
     start: int,
@@ -566,7 +566,7 @@ def _thresholds(
 
 
 def _first_kept_step(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     parents: Sequence[tuple[int | None, ...] | None],
     counts: Sequence[int],
     turn: Turn,
@@ -615,7 +615,7 @@ def _first_kept_step(
 
 
 def _note_costs(
-    views: Sequence[MessageView], steps: Sequence[tuple[int, ...]], target: int
+    views: Sequence[MessageRecord], steps: Sequence[tuple[int, ...]], target: int
 ) -> list[int]:
     """Per number of dropped steps ``k``, the tokens of the turn note standing for them."""
     cap = note_cap(target)
@@ -629,7 +629,7 @@ def _note_costs(
 
 
 def _token_cut(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     parents: Sequence[tuple[int | None, ...] | None],
     counts: Sequence[int],
     start: int,
@@ -679,7 +679,7 @@ def _token_cut(
 
 
 def _human_cut(
-    views: Sequence[MessageView], cut: int, start: int, latest: int | None, back: bool
+    views: Sequence[MessageRecord], cut: int, start: int, latest: int | None, back: bool
 ) -> int:
     """Where ``start_on="human"`` puts the cut: on a plain human message, never past the
     latest one. ``back`` (count mode) moves it back to the human message opening the
@@ -714,7 +714,7 @@ def _total(counts: Sequence[int], limit: int) -> int | None:
 
 
 def make_plan(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     config: ReducerConfig,
     counts: Sequence[int] | None = None,
     *,
@@ -724,7 +724,7 @@ def make_plan(
     """Decide which messages to prune.
 
     Args:
-        views: one :class:`MessageView` per message, in order.
+        views: one :class:`MessageRecord` per message, in order.
         config: the reducer configuration.
         counts: per-message token counts; required in token mode, ignored otherwise.
         pinned: indices never to prune; in token mode their tokens are budgeted like
@@ -984,7 +984,7 @@ def _over(config: ReducerConfig, size: int, tokens: int | None) -> bool:
 
 
 def settle(
-    views: Sequence[MessageView],
+    views: Sequence[MessageRecord],
     messages: Sequence[object],
     config: ReducerConfig,
     counts: Sequence[int] | None = None,
@@ -1016,7 +1016,7 @@ def settle(
 def plan_append(
     settled: Settled,
     history: Sequence[object],
-    new_views: Sequence[MessageView],
+    new_views: Sequence[MessageRecord],
     config: ReducerConfig,
     new_counts: Sequence[int] | None = None,
 ) -> tuple[Plan, Settled] | None:

@@ -42,7 +42,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 from ._recover import Recovery
 from .config import ReducerResult
 from .errors import ConfigTypeError
-from .messages import match_shape, request_instructions
+from .read import match_shape, request_instructions
 from .reducer import MessageReducer, warn_once_over_budget
 
 __all__ = ("ReducingCapability", "ahistory_processor", "history_processor", "run_namespace")

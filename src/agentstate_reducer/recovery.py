@@ -39,8 +39,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import read_messages, without_reasoning
 from .plan import current_turn
+from .read import read_messages, without_reasoning
 
 __all__ = (
     "CHECKED_REASONING",

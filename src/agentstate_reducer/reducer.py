@@ -45,9 +45,20 @@ from .hooks import (
     is_async_callable,
     namespace_key,
 )
-from .messages import (
+from .plan import (
+    SUMMARY_BLOCK,
+    UNSTORED_ORIGINAL,
+    WINDOW,
+    Plan,
+    Settled,
+    dangling_calls,
+    make_plan,
+    plan_append,
+    settle,
+)
+from .read import (
     AI,
-    MessageView,
+    MessageRecord,
     copy_state,
     is_injected,
     is_merge_update,
@@ -59,17 +70,6 @@ from .messages import (
     reported_input_tokens,
     synthetic_results,
     too_deep_among,
-)
-from .plan import (
-    SUMMARY_BLOCK,
-    UNSTORED_ORIGINAL,
-    WINDOW,
-    Plan,
-    Settled,
-    dangling_calls,
-    make_plan,
-    plan_append,
-    settle,
 )
 from .summary import (
     DEFAULT_SUMMARY_TOKENS,
@@ -193,7 +193,7 @@ def _concat(existing: Any, new: Any) -> list[Any]:
 _REASON = operator.itemgetter(0)
 
 #: The views and counts a full plan read, kept to remember the list it returns.
-_Memo = tuple[list[MessageView], "Sequence[int] | None"]
+_Memo = tuple[list[MessageRecord], "Sequence[int] | None"]
 
 #: How many recent outputs a reducer remembers: one per conversation it serves at once.
 _CHAINS = 8
@@ -219,7 +219,7 @@ class _Chain(NamedTuple):
     #: Whether every message's fields are its ``__dict__`` (:func:`_by_dict`).
     by_dict: bool
     #: Views and counts of ``snapshot`` when the plan had them, to settle it lazily.
-    views: list[MessageView] | None
+    views: list[MessageRecord] | None
     counts: list[int] | None
     #: The plan's state of ``snapshot``, once computed; ``None`` before.
     settled: Settled | None
@@ -477,8 +477,8 @@ class MessageReducer:
         reserve: int,
         namespace: Any = None,
         lazy: bool = False,
-        read: tuple[list[MessageView], Sequence[int] | None] | None = None,
-    ) -> tuple[Plan, list[MessageView], Sequence[int] | None]:
+        read: tuple[list[MessageRecord], Sequence[int] | None] | None = None,
+    ) -> tuple[Plan, list[MessageRecord], Sequence[int] | None]:
         """The plan, with the views and counts it used; ``lazy``: in token mode, messages
         that cannot survive are not counted; ``read``: the views and counts to use. With
         ``self.config``, token mode plans against the budget of ``namespace`` (overhead
@@ -821,7 +821,7 @@ class MessageReducer:
         before: int,
         size: int,
         new: list[Any],
-        views: list[MessageView],
+        views: list[MessageRecord],
         counts: Sequence[int],
         namespace: Any,
     ) -> None:
@@ -943,7 +943,7 @@ class MessageReducer:
         return settled
 
     def _remember(
-        self, returned: list[Any], views: list[MessageView] | None, counts: list[int] | None
+        self, returned: list[Any], views: list[MessageRecord] | None, counts: list[int] | None
     ) -> None:
         kinds = _kinds(returned)
         self._keep(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .errors import ConfigError, ConfigTypeError, MessageFormatError
-from .messages import (
+from .read import (
     AI,
     HUMAN,
     INJECTED_KEY,

@@ -21,7 +21,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, TypeVar, Union
 
 from .errors import ConfigError, ConfigTypeError
-from .messages import (
+from .plan import Parents, Results, link_calls, response_units
+from .read import (
     AI,
     BLANK_PART,
     FUNCTION,
@@ -29,7 +30,7 @@ from .messages import (
     REASONING_PART,
     SYSTEM,
     TOOL,
-    MessageView,
+    MessageRecord,
     content_kinds,
     message_content,
     normalize_role,
@@ -38,7 +39,6 @@ from .messages import (
     too_deep_among,
     with_content,
 )
-from .plan import Parents, Results, link_calls, response_units
 from .tokens import TokenCounter, check_token_counter, read_counted, resolve_token_counter
 
 __all__ = ("MessageTypeSpec", "TrimSelection", "trim_messages", "trim_selection")
@@ -56,7 +56,7 @@ _ROLES = frozenset({HUMAN, AI, SYSTEM, TOOL, FUNCTION})
 #: Kept messages as ``(input index, message)``; a partial message is a copy at its index.
 _Kept = list[tuple[int, Any]]
 #: Views of the partial copies, by input index.
-_Copies = dict[int, MessageView]
+_Copies = dict[int, MessageRecord]
 
 
 # -- token counters ---------------------------------------------------------------
@@ -109,18 +109,18 @@ class _Views:
 
     def __init__(self, messages: list[Any]) -> None:
         self._messages = messages
-        self._views: list[MessageView | None] = [None] * len(messages)
+        self._views: list[MessageRecord | None] = [None] * len(messages)
 
     def __len__(self) -> int:
         return len(self._views)
 
-    def __getitem__(self, index: int) -> MessageView:
+    def __getitem__(self, index: int) -> MessageRecord:
         view = self._views[index]
         if view is None:
             view = self._views[index] = read_message(self._messages[index], index)
         return view
 
-    def remember(self, index: int, view: MessageView) -> None:
+    def remember(self, index: int, view: MessageRecord) -> None:
         """Keep a view read elsewhere (by the counter), equal to what ``read_message`` gives."""
         self._views[index] = view
 
@@ -224,7 +224,7 @@ class _TypeMatch:
         # A dict has no class to test: match it by the role the class name stands for.
         self._class_roles = frozenset(normalize_role(c.__name__) for c in classes)
 
-    def __call__(self, message: object, view: MessageView) -> bool:
+    def __call__(self, message: object, view: MessageRecord) -> bool:
         if view.role in self._roles:
             return True
         if isinstance(message, Mapping):

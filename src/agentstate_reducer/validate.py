@@ -1,7 +1,7 @@
 """Provider rules for message histories: find what a provider would reject with a 400.
 
 Every rule is documented, with the provider's own wording, in ``docs/validation.md``.
-Messages are read only through the adapter (``messages.py``), so every shape the
+Messages are read only through the reader (``read/``), so every shape the
 package reads is checked the same way.
 
 Law (tested with hypothesis): with ``cascade_tool_messages`` on (the default), if
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError, ReducerError
-from .messages import (
+from .plan import response_units
+from .read import (
     AI,
     BLANK_PART,
     FUNCTION,
@@ -31,14 +32,13 @@ from .messages import (
     TOOL,
     TOOL_RESULT_PART,
     TOOL_USE_PART,
-    MessageView,
+    MessageRecord,
     call_signatures,
     content_kinds,
     item_type,
     read_messages,
     reasoning_parts,
 )
-from .plan import response_units
 from .reducer import as_message_list
 
 __all__ = (
@@ -853,7 +853,7 @@ def _content_before_results(kinds: tuple[str, ...]) -> bool:
     return False
 
 
-def _item_label(message: object, view: MessageView) -> str:
+def _item_label(message: object, view: MessageRecord) -> str:
     kind = item_type(message)
     if kind is not None:
         return kind

@@ -27,7 +27,7 @@ from agentstate_reducer import (
     validate_history,
 )
 from agentstate_reducer.langgraph import fetch_original, store_hook
-from agentstate_reducer.messages import message_id, package_note
+from agentstate_reducer.read import message_id, package_note
 from agentstate_reducer.tokens import approximate_text_tokens
 
 pytestmark = pytest.mark.slow

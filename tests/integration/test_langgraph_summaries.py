@@ -23,7 +23,7 @@ from langgraph.graph import add_messages
 
 from agentstate_reducer import MessageReducer, ReducerConfig, summarize_with, validate_history
 from agentstate_reducer.langgraph import ReducingMiddleware, ReducingSaver, reducing_add_messages
-from agentstate_reducer.messages import is_summary
+from agentstate_reducer.read import is_summary
 from agentstate_reducer.tokens import approximate_token_count
 
 pytestmark = pytest.mark.slow

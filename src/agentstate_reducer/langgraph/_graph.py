@@ -15,7 +15,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from .._merge import PrunedIds, merge_messages
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError
-from ..messages import message_id
+from ..read import message_id
 from ..reducer import MessageReducer, as_message_list
 from ._saver import memory_namespace, warn_over_budget
 

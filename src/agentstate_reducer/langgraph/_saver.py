@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError, MessageFormatError
-from ..messages import read_message
+from ..read import read_message
 from ..reducer import MessageReducer, warn_once_over_budget
 from ._retention import Retention, retention_for
 

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, PutOp
 
 from ..errors import ConfigError, ConfigTypeError
-from ..messages import message_id, message_parts, package_note
 from ..outbox.base import Outbox
+from ..read import message_id, message_parts, package_note
 
 __all__ = ("OriginalSource", "StoreHook", "afetch_original", "fetch_original", "store_hook")
 

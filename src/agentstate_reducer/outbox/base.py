@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from ..errors import ConfigError, ConfigTypeError, JobDecodeError, OutboxError, UnstorableError
-from ..messages import MAX_DEPTH as _READ_DEPTH
-from ..messages import is_serialisation_stub, raw_message_id
+from ..read import MAX_DEPTH as _READ_DEPTH
+from ..read import is_serialisation_stub, raw_message_id
 
 __all__ = (
     "CLAIMED",

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast, overload
 
 from ..errors import MessageFormatError
-from ..messages import (
-    MessageView,
+from ..read import (
+    MessageRecord,
     copy_state,
     message_state,
     read_message,
@@ -29,7 +29,7 @@ class TokenCountCache:
     """Per-message token counts (and adapter views) remembered across calls, for one counter.
 
     Each message seen is remembered by its identity, with a reference to it (so the
-    identity cannot be reused), its :class:`MessageView`, its count, and what tells
+    identity cannot be reused), its :class:`MessageRecord`, its count, and what tells
     whether it changed since:
 
     * a :func:`copy_state` of it. A lookup compares the copy with the live message:
@@ -69,7 +69,7 @@ class TokenCountCache:
         self._messages: list[Any] = []
         #: A copy of each message's state, or ``None`` until its second sight.
         self._saved: list[object] = []
-        self._views: list[MessageView | None] = []
+        self._views: list[MessageRecord | None] = []
         self._counts: list[int] = []
         #: Messages read and counted so far (for benchmarks and tests).
         self.misses = 0
@@ -85,7 +85,7 @@ class TokenCountCache:
         return len(self._slots)
 
     def counts(
-        self, messages: Sequence[Any], views: Sequence[MessageView] | None = None
+        self, messages: Sequence[Any], views: Sequence[MessageRecord] | None = None
     ) -> list[int]:
         """Token counts of ``messages``, in order, counting only what is not remembered.
 
@@ -95,8 +95,8 @@ class TokenCountCache:
         return self.read(messages, views)[1]
 
     def read(
-        self, messages: Sequence[Any], views: Sequence[MessageView] | None = None
-    ) -> tuple[list[MessageView], list[int]]:
+        self, messages: Sequence[Any], views: Sequence[MessageRecord] | None = None
+    ) -> tuple[list[MessageRecord], list[int]]:
         """Views and token counts of ``messages``; only new or changed messages are read.
 
         Raises:
@@ -104,7 +104,7 @@ class TokenCountCache:
         """
         n = len(messages)
         given = views
-        out: list[Any] = [None] * n  # MessageView, every slot filled below
+        out: list[Any] = [None] * n  # MessageRecord, every slot filled below
         counts: list[int] = [0] * n
         missing: Sequence[int]
         with self._lock:
@@ -159,9 +159,9 @@ class TokenCountCache:
         self,
         messages: Sequence[Any],
         missing: Sequence[int],
-        views: list[MessageView],
+        views: list[MessageRecord],
         counts: list[int],
-        given: Sequence[MessageView] | None = None,
+        given: Sequence[MessageRecord] | None = None,
     ) -> None:
         """Read and count ``messages[i]`` for each ``i`` in ``missing``, and remember them
         (``given``: the views of ``messages``, read by the caller)."""
@@ -225,7 +225,7 @@ class TokenCountCache:
         self,
         batch: list[Any],
         saved: list[object],
-        views: list[MessageView],
+        views: list[MessageRecord],
         counts: list[int],
         size: int,
     ) -> None:
@@ -311,7 +311,7 @@ class LazyCounts(Sequence[int]):
 
     @classmethod
     def of(
-        cls, cache: TokenCountCache, messages: list[Any], views: list[MessageView] | None = None
+        cls, cache: TokenCountCache, messages: list[Any], views: list[MessageRecord] | None = None
     ) -> LazyCounts:
         """The counts of ``messages`` from ``cache`` (``views``: their records, read
         already, so the cache need not read them again)."""

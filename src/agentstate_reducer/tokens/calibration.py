@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..messages import (
+from ..read import (
     SYSTEM,
     write_message,
 )

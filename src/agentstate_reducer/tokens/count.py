@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..messages import (
+from ..read import (
     AI,
     CHAT,
     FUNCTION,

@@ -1,4 +1,4 @@
-"""Bedrock Converse ``messages``: read by the reader in ``messages.py``, never by anything else.
+"""Bedrock Converse ``messages``, read into records: by the reader, never by anything else.
 
 A message is ``{"role": "user" | "assistant", "content": [...]}`` whose blocks carry no
 ``type``: each holds one key, ``text``, ``image``, ``document``, ``video``, ``toolUse``
@@ -17,6 +17,22 @@ from typing import Any, TypeGuard
 
 from ._field import FieldError, as_id
 from ._field import kind as kind_of
+from .fields import _fields, _json, _payload, normalize_role
+from .record import (
+    BLANK_PART,
+    MEDIA_PART,
+    OTHER_PART,
+    REASONING_PART,
+    TEXT_PART,
+    TOOL_RESULT_PART,
+    TOOL_USE_PART,
+    EditablePart,
+    MessageRecord,
+    ReasoningPart,
+    Shape,
+    _turn_record,
+    register,
+)
 
 __all__ = (
     "CALL",
@@ -330,3 +346,68 @@ def is_request(document: Mapping[str, Any]) -> bool:
         and bool(system)
         and all(isinstance(b, Mapping) and "type" not in b for b in system)
     )
+
+
+def _converse(content: object) -> TypeGuard[list[Any]]:
+    """Whether ``content`` is a list of Converse blocks, asked only when the first block is
+    a dict without ``type`` (typed blocks never are)."""
+    return (
+        type(content) is list
+        and bool(content)
+        and type(content[0]) is dict
+        and "type" not in content[0]
+        and is_message(content)
+    )
+
+
+class _BedrockShape(Shape):
+    """Bedrock Converse messages: content blocks with no ``type``."""
+
+    name = "bedrock"
+    dicts = True
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        if type(message) is not dict and not isinstance(message, Mapping):
+            return None
+        fields, raw = _payload(message)
+        content = fields.get("content")
+        if not _converse(content):
+            return None
+        role = normalize_role(raw)
+        ident = _as_id(fields.get("id"))
+        calls, answers = links(content)
+        texts, billed_calls, values, media, _ = billed(content)
+        texts.extend(_json(v) for v in values)
+        return _turn_record(self, role, ident, calls, answers, texts, billed_calls, media)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        content = _fields(message).get("content")
+        return tuple(_BEDROCK_KINDS[k] for k in kinds(content))
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        content = _fields(message).get("content")
+        return tuple(EditablePart(*part) for part in editable(content))
+
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        content = _fields(message).get("content")
+        return tuple(
+            ReasoningPart("reasoningContent", i, reasoning_signed(content[i]))
+            for i, k in enumerate(kinds(content))
+            if k == REASONING
+        )
+
+
+_BEDROCK = _BedrockShape()
+
+_BEDROCK_KINDS = {
+    TEXT: TEXT_PART,
+    "blank": BLANK_PART,
+    REASONING: REASONING_PART,
+    CALL: TOOL_USE_PART,
+    RESULT: TOOL_RESULT_PART,
+    MEDIA: MEDIA_PART,
+    OTHER: OTHER_PART,
+}
+
+
+register(_BEDROCK)

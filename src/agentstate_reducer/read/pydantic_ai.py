@@ -26,9 +26,19 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..errors import ConfigError
 from ._field import FieldError, as_id
 from ._field import kind as kind_of
-from .errors import ConfigError
+from .fields import _ALIASES, _json, _unique_calls, _value_size
+from .record import (
+    TOOL_ARGS_PART,
+    EditablePart,
+    Extras,
+    MessageRecord,
+    ReasoningPart,
+    Shape,
+    register,
+)
 
 __all__ = (
     "Billed",
@@ -424,3 +434,43 @@ def instructions(parts: Any) -> str | None:
     texts = [getattr(p, "content", None) for p in parts]
     text = "\n\n".join(t for t in texts if isinstance(t, str) and t)
     return text or None
+
+
+class _PydanticAIShape(Shape):
+    """PydanticAI ``ModelRequest`` / ``ModelResponse``."""
+
+    name = "pydantic-ai"
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        if not is_message(message):
+            return None
+        role, calls, answers = read(message)
+        bill = billed(message)
+        extras = Extras(
+            None,
+            (*bill.texts, *map(_json, bill.values)),
+            _unique_calls(bill.calls),
+            None,
+            tuple(bill.results),
+            bill.media,
+            (),
+            self,
+        )
+        return MessageRecord(_ALIASES[role], None, calls, answers, None, extras)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        return kinds(message)
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        return tuple(EditablePart(*part) for part in editable(message))
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        parts = editable(message)
+        return sum(_value_size(part[4]) for part in parts if part[1] != TOOL_ARGS_PART)
+
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        # A ThinkingPart keeps its signature; PydanticAI sends it back as each model needs.
+        return tuple(ReasoningPart("thinking", i, True) for i in reasoning(message))
+
+
+register(_PydanticAIShape())

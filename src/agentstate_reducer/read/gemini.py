@@ -1,4 +1,4 @@
-"""Gemini ``contents``: read by the reader in ``messages.py``, never by anything else.
+"""Gemini ``contents``, read into records: by the reader, never by anything else.
 
 A content is ``{"role": "user" | "model", "parts": [...]}``; a part holds one of
 ``text`` (``thought: true`` marks reasoning), ``functionCall`` ``{"id"?, "name", "args"}``,
@@ -20,9 +20,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import ConfigError
 from ._field import FieldError, as_id
 from ._field import kind as kind_of
-from .errors import ConfigError
+from .fields import HUMAN, _fields, _json, _payload, _value_size, normalize_role
+from .record import (
+    BLANK_PART,
+    MEDIA_PART,
+    OTHER_PART,
+    REASONING_PART,
+    TEXT_PART,
+    TOOL_RESULT_PART,
+    TOOL_USE_PART,
+    EditablePart,
+    MessageRecord,
+    ReasoningPart,
+    Shape,
+    _turn_record,
+    register,
+)
 
 __all__ = (
     "CALL",
@@ -350,3 +366,56 @@ def request_system(document: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | 
 def system_value(message: Mapping[str, Any]) -> dict[str, Any]:
     """The ``systemInstruction`` value of a changed system content (its role dropped)."""
     return {k: v for k, v in message.items() if k != "role"}
+
+
+class _GeminiShape(Shape):
+    """Gemini contents: ``{"role": "user" | "model", "parts": [...]}``."""
+
+    name = "gemini"
+    dicts = True
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        if type(message) is not dict and not isinstance(message, Mapping):
+            return None
+        fields, raw = _payload(message)
+        if not is_content(fields):
+            return None
+        role = normalize_role(raw) or HUMAN  # a content without a role is the user's
+        ident = _as_id(fields.get("id"))
+        parts = fields["parts"]
+        calls, answers = links(parts)
+        texts, billed_calls, responses, media = billed(parts)
+        texts.extend(_json(r) for r in responses if r is not None)
+        return _turn_record(self, role, ident, calls, answers, texts, billed_calls, media)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        return tuple(_GEMINI_KINDS[k] for k in kinds(_fields(message)["parts"]))
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        return tuple(EditablePart(*part) for part in editable(_fields(message)["parts"]))
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        return _value_size(_fields(message)["parts"])
+
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        # Gemini checks signatures on the calls (call_signatures), never on a thought part.
+        found = kinds(_fields(message)["parts"])
+        return tuple(ReasoningPart("thought", i, True) for i, k in enumerate(found)
+                     if k == THOUGHT)
+
+
+_GEMINI = _GeminiShape()
+
+_GEMINI_KINDS = {
+    TEXT: TEXT_PART,
+    "blank": BLANK_PART,
+    THOUGHT: REASONING_PART,
+    CALL: TOOL_USE_PART,
+    RESPONSE: TOOL_RESULT_PART,
+    MEDIA: MEDIA_PART,
+    CODE: OTHER_PART,
+    OTHER: OTHER_PART,
+}
+
+
+register(_GEMINI)

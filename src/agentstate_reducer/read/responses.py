@@ -1,6 +1,6 @@
-"""The OpenAI Responses API / Agents SDK input items, read for ``messages.py``.
+"""The OpenAI Responses API / Agents SDK input items, read into records.
 
-Only ``messages.py`` calls this module: it dispatches here a dict with no ``role`` whose
+Only the reader calls this module: it dispatches here a dict with no ``role`` whose
 ``type`` is one of :data:`ITEM_TYPES`. Messages (``{"type": "message", "role": ...}`` and
 the easy ``{"role": ..., "content": ...}``) carry a role, so the chat reader reads them.
 
@@ -22,6 +22,22 @@ from typing import Any
 
 from ._field import FieldError, as_id
 from ._field import kind as kind_of
+from .fields import _value_size
+from .record import (
+    GROUP_BOUNDARY,
+    GROUP_NONE,
+    GROUP_OUTPUT,
+    GROUP_REASONING,
+    REASONING_PART,
+    TOOL_ARGS_PART,
+    EditablePart,
+    Extras,
+    MessageRecord,
+    ReasoningPart,
+    Shape,
+    _chat_kinds,
+    register,
+)
 
 __all__ = (
     "CALL_TYPES",
@@ -68,8 +84,8 @@ OUTPUT_TYPES = frozenset({REASONING, *CALL_TYPES, *_SERVER_TYPES})
 #: Every ``type`` read here (items with no ``role``).
 ITEM_TYPES = frozenset({*OUTPUT_TYPES, *_RESULT_TYPES, COMPACTION})
 
-# Canonical roles, as ``messages.py`` spells them (it imports this module, so the
-# values are repeated rather than imported; ``test_shape_responses`` checks they agree).
+# Canonical roles, as ``fields.py`` spells them (repeated rather than imported;
+# ``test_shape_responses`` checks they agree).
 _AI = "ai"
 _TOOL = "tool"
 _SYSTEM = "system"
@@ -260,3 +276,78 @@ def request_system(document: Mapping[str, Any]) -> dict[str, Any] | None:
     if not isinstance(instructions, str):
         return None
     return {"role": _SYSTEM, "content": instructions}
+
+
+def item_type(message: object) -> str | None:
+    """The ``type`` of an OpenAI Responses item read by this module, else ``None``.
+
+    Messages (``{"type": "message", "role": ...}``, easy input messages) have a role and
+    are read as chat messages: ``None``.
+    """
+    if type(message) is not dict and not isinstance(message, Mapping):
+        return None
+    if message.get("role") is not None:
+        return None
+    kind = message.get("type")
+    return kind if type(kind) is str and kind in ITEM_TYPES else None
+
+
+class _ResponsesShape(Shape):
+    """OpenAI Responses API / Agents SDK items: a dict with no ``role`` whose ``type`` is
+    a Responses item type. One instance per group."""
+
+    name = "openai-responses"
+    dicts = True
+
+    def __init__(self, group: int = GROUP_NONE) -> None:
+        self.group = group
+
+    def read(self, message: object, index: int) -> MessageRecord | None:
+        kind = item_type(message)
+        if kind is None:
+            return None
+        assert isinstance(message, Mapping)
+        role, ident, calls, answers = read_item(message, kind)
+        texts, billed_calls, answered, media = billed(message, kind)
+        extras = Extras(
+            None, tuple(texts), tuple(billed_calls), answered, (), media, (),
+            _RESPONSES_GROUPS.get(kind, _RESPONSES),
+        )
+        return MessageRecord(role, ident, calls, answers, None, extras)
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        kind = item_type(message)
+        assert kind is not None and isinstance(message, Mapping)
+        return tuple(EditablePart(*part) for part in editable(message, kind))
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        kind = item_type(message)
+        assert kind is not None and isinstance(message, Mapping)
+        parts = editable(message, kind)
+        return sum(_value_size(part[4]) for part in parts if part[1] != TOOL_ARGS_PART)
+
+    def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
+        if self.group != GROUP_REASONING:
+            return _chat_kinds(message)
+        assert isinstance(message, Mapping)
+        return (REASONING_PART,) * reasoning_kinds(message)
+
+    def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
+        if self.group != GROUP_REASONING:
+            return ()
+        assert isinstance(message, Mapping)
+        # The whole item is reasoning: no block of it stands alone.
+        return (ReasoningPart("reasoning", None, reasoning_signed(message)),)
+
+
+_RESPONSES = _ResponsesShape()
+_RESPONSES_OUTPUT = _ResponsesShape(GROUP_OUTPUT)
+#: The shape instance (so the group) of each item type that groups.
+_RESPONSES_GROUPS: dict[str, _ResponsesShape] = {
+    **{kind: _RESPONSES_OUTPUT for kind in OUTPUT_TYPES},
+    REASONING: _ResponsesShape(GROUP_REASONING),
+    COMPACTION: _ResponsesShape(GROUP_BOUNDARY),
+}
+
+
+register(_RESPONSES)

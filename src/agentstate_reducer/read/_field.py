@@ -1,7 +1,7 @@
 """The error every shape reader raises for a bad field, and the id check they share.
 
 A reader raises :class:`FieldError` naming the field as a path from the message
-(``.parts[1].functionCall.id``); the reader's boundary in ``messages.py`` adds the
+(``.parts[1].functionCall.id``); the reader's boundary (``read/chat.py``) adds the
 message's index. Nothing here knows a shape.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from .errors import MessageFormatError
+from ..errors import MessageFormatError
 
 __all__ = ("FieldError", "as_id", "kind")
 

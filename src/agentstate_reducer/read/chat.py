@@ -1,0 +1,726 @@
+"""The reader: :func:`read_message` and :func:`read_messages`, the one fast path for the
+common chat shapes (OpenAI, Anthropic, LangChain dicts and objects), the general reader
+that every other shape is dispatched from, and the errors naming the index and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..errors import MessageFormatError
+from ._field import FieldError as _FieldError
+from ._field import as_id as _as_id
+from ._field import kind as _kind
+from .fields import (
+    _ALIASES,
+    _CALL_BLOCKS,
+    _CHAT_TYPES,
+    _CLIENT_CALL_BLOCKS,
+    _EMPTY,
+    _MEDIA_BLOCKS,
+    _OBJECT_FIELDS,
+    _REASONING_BLOCKS,
+    _TEXT_BLOCKS,
+    AI,
+    HUMAN,
+    MAX_DEPTH,
+    TOOL,
+    _dedupe,
+    _get,
+    _json,
+    _new_record,
+    _payload,
+    _read_failed,
+    _reasoning_field,
+    _unique_calls,
+    normalize_role,
+)
+from .record import _DICT_SHAPES, _NO_MORE, _SHAPES, CHAT, NO_EXTRAS, Extras, MessageRecord
+from .responses import item_type
+
+__all__ = (
+    "read_message",
+    "read_messages",
+    "too_deep",
+    "too_deep_among",
+)
+
+
+#: Keys of a chat dict message: read by the chat shapes, or known to mean nothing billed.
+_CHAT_KEYS = frozenset(
+    {
+        "role",
+        "content",
+        "id",
+        "name",
+        "type",
+        "tool_calls",
+        "tool_call_id",
+        "invalid_tool_calls",
+        "function_call",
+        "refusal",
+        "audio",
+        "annotations",
+        "additional_kwargs",
+        "response_metadata",
+        "usage_metadata",
+        "status",
+        "artifact",
+        "example",
+        "agentstate_reducer",  # INJECTED_KEY
+    }
+)
+
+
+def read_message(message: object, index: int = 0) -> MessageRecord:
+    """Read one message into its :class:`MessageRecord`.
+
+    Raises:
+        MessageFormatError: ``message`` cannot be read: it is neither a dict nor an
+            object with ``type`` or ``role``, a field has the wrong type (tool calls that
+            are not mappings, an id that is a list), reading an attribute of a foreign
+            object raised (chained), or it nests too deeply (:data:`MAX_DEPTH`); the
+            error names ``index`` and the field, never the content.
+    """
+    try:
+        fast = _read_dict(message) if type(message) is dict else _read_object(message)
+        return fast or _read(message, index)
+    except Exception as exc:  # free until raised: the fast path pays nothing
+        raise _unreadable(message, index, exc) from _cause(exc)
+
+
+def read_messages(messages: list[Any]) -> list[MessageRecord]:
+    """Read every message, in order; errors name the offending index and field."""
+    plain, other = _read_dict, _read_object
+    try:
+        return [
+            (plain(m) if type(m) is dict else other(m)) or _read(m, i)
+            for i, m in enumerate(messages)
+        ]
+    except Exception as exc:
+        if isinstance(exc, MessageFormatError) and not isinstance(exc, _FieldError):
+            raise  # it names its index already
+        for i, m in enumerate(messages):  # which one: read again, one by one
+            read_message(m, i)
+        raise _unreadable(None, -1, exc) from _cause(exc)
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """What an error about a message chains: the foreign object's own error, if any."""
+    if isinstance(exc, _FieldError):
+        return exc.__cause__
+    return None if isinstance(exc, (MessageFormatError, RecursionError)) else exc
+
+
+def _unreadable(message: object, index: int, exc: BaseException) -> BaseException:
+    """The error naming the index and the field for ``exc``, raised reading ``message``."""
+    if isinstance(exc, MessageFormatError) and not isinstance(exc, _FieldError):
+        return exc
+    if isinstance(exc, RecursionError):
+        # Not this message's doing if it is shallow (the caller's stack was deep already).
+        return too_deep(message, index) if _deepest(message)[1] > MAX_DEPTH else exc
+    if not isinstance(exc, _FieldError):
+        exc = _probe(message, exc)
+    listed = "input" if item_type(message) else "messages"  # as the Responses API names it
+    where = f"{listed}[{index}]" if index >= 0 else "a message"
+    return MessageFormatError(
+        f"message at index {index} ({where}{exc.field}): {exc.problem}"
+        if index >= 0
+        else f"{where}{exc.field}: {exc.problem}"
+    )
+
+
+def _probe(message: object, exc: BaseException) -> _FieldError:
+    """Which attribute of ``message`` raises, read again one by one (the error path)."""
+    if not isinstance(message, Mapping):
+        for key in (*_OBJECT_FIELDS, "reasoning_content", "parts", "__dict__"):
+            try:
+                getattr(message, key, None)
+            except Exception as again:
+                return _read_failed(f".{key}", again)
+        parts = getattr(message, "parts", None)  # a PydanticAI message: which part raised
+        for i, part in enumerate(parts if isinstance(parts, (list, tuple)) else ()):
+            for key in _PART_FIELDS:
+                try:
+                    getattr(part, key, None)
+                except Exception as again:
+                    return _read_failed(f".parts[{i}].{key}", again)
+    return _read_failed("", exc)
+
+
+#: The attributes of a PydanticAI part the reader reads, probed on the error path.
+_PART_FIELDS = ("part_kind", "tool_call_id", "tool_name", "content", "args", "transcript")
+
+
+def too_deep(message: object, index: int) -> MessageFormatError:
+    """The error for a message nested past what Python's recursion limit lets be read,
+    naming ``index`` and the deepest field (found without recursion)."""
+    path, depth = _deepest(message)
+    return MessageFormatError(
+        f"message at index {index} (messages[{index}]{path}): nested {depth} levels deep, "
+        f"too deep to read; keep content and tool-call arguments within MAX_DEPTH "
+        f"({MAX_DEPTH}) levels"
+    )
+
+
+def too_deep_among(messages: Iterable[Any], offset: int = 0) -> MessageFormatError | None:
+    """:func:`too_deep` of the most deeply nested of ``messages`` (its index counted from
+    ``offset``), or ``None`` when none nests past :data:`MAX_DEPTH` (a ``RecursionError``
+    then came from elsewhere). For a ``RecursionError`` met after the messages were read."""
+    found, most = -1, MAX_DEPTH
+    items = list(messages)
+    for i, message in enumerate(items):
+        depth = _deepest(message)[1]
+        if depth > most:
+            found, most = i, depth
+    return None if found < 0 else too_deep(items[found], found + offset)
+
+
+def _deepest(message: object) -> tuple[str, int]:
+    """The path to the most deeply nested value of ``message`` (its first steps, then
+    ``...``) and the depth, by an explicit stack."""
+    top: list[tuple[str, object]]
+    if isinstance(message, Mapping):
+        top = [(f".{k}", v) for k, v in message.items()]
+    else:
+        top = []
+        for key in (*_OBJECT_FIELDS, "reasoning_content", "parts"):
+            try:
+                top.append((f".{key}", getattr(message, key, None)))
+            except Exception:
+                continue
+    best_path: tuple[str, ...] = ()
+    best = 0
+    # (depth, the path's first steps, value): a path is kept only to its fourth step.
+    stack: list[tuple[int, tuple[str, ...], object]] = [(1, (s,), v) for s, v in top]
+    seen: set[int] = set()
+    while stack:
+        depth, path, value = stack.pop()
+        if depth > best:
+            best_path, best = path, depth
+        if isinstance(value, Mapping):
+            steps: Iterable[tuple[str, object]] = ((f".{k}", v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            steps = ((f"[{i}]", v) for i, v in enumerate(value))
+        else:
+            continue
+        if id(value) in seen:
+            continue  # a cycle, or the same value twice
+        seen.add(id(value))
+        for step, child in steps:
+            stack.append((depth + 1, path if len(path) >= 4 else (*path, step), child))
+    shown = "".join(best_path[:4]) + ("..." if best > 4 else "")
+    return shown, best
+
+
+# The one fast path (_read_dict for a dict, _read_object for anything else): the record of a
+# message of a common shape, or None. The shapes: a dict with a role (or a LangChain
+# type), or a LangChain-style object keeping its fields in __dict__, whose role is a known
+# alias as written, whose content is a string or None (so no block, no media, no
+# tool_result), and whose tool calls, if any, are dicts in tool_calls. It gives exactly
+# what _read gives; any other message, or any doubt, gives None.
+
+
+def _read_object(message: object) -> MessageRecord | None:
+    """The fast path of an object: its fields read from ``__dict__``."""
+    plain = _PLAIN_CLASSES.get(type(message))
+    if plain is None:
+        plain = _plain_class(type(message))
+    fields = getattr(message, "__dict__", None) if plain else None
+    if type(fields) is not dict:
+        return None
+    if plain == _PYDANTIC and message.__pydantic_extra__:  # type: ignore[attr-defined]
+        return None  # undeclared fields, which getattr() would read
+    get = fields.get
+    extra = get("additional_kwargs")
+    # LangChain objects built from raw provider output keep calls here.
+    if extra and (
+        type(extra) is not dict
+        or extra.get("tool_calls")
+        or extra.get("invalid_tool_calls")
+        or extra.get("function_call") is not None
+        or "reasoning_content" in extra
+    ):
+        return None
+    return _read_fields(get, get("type"))
+
+
+def _read_fields(get: Callable[[str], Any], raw: object) -> MessageRecord | None:
+    """The fast path of the fields ``get`` reads (an object's, or a LangChain dict's)."""
+    role = _ALIASES.get(raw) if type(raw) is str else None
+    if role is None or get("reasoning_content") is not None:
+        return None
+    content = get("content")
+    ident = get("id")
+    if ident is not None and type(ident) is not str:
+        ident = _as_id(ident)
+    found = get("tool_calls")
+    name = get("name")
+    call_id = get("tool_call_id")
+    if not found and name is None and call_id is None and (type(content) is str):
+        if get("invalid_tool_calls") or get("function_call") is not None:
+            return None
+        # Text, and no name, tool call or tool result.
+        bare = (role, ident or None, (), (), content or None, NO_EXTRAS)
+        return _new_record(MessageRecord, bare)
+    if (
+        (content is not None and type(content) is not str)
+        or (name is not None and type(name) is not str)
+        or (call_id is not None and type(call_id) is not str)
+        or get("invalid_tool_calls")
+        or get("function_call") is not None
+    ):
+        return None
+    issued: tuple[str, ...] = _EMPTY
+    calls: tuple[tuple[str, object], ...] = ()
+    if found:
+        read = _read_calls(found, role)
+        if read is None:
+            return None
+        issued, calls = read
+    call_id = call_id or None
+    answers = _EMPTY
+    if role == TOOL and call_id:
+        answers, call_id = (call_id,), None
+    name = name or None
+    if name is None and call_id is None and not calls:
+        extras = NO_EXTRAS
+    else:
+        extras = _new_record(Extras, (name, (), calls, call_id, (), 0, (), CHAT))
+    fields = (role, ident or None, issued, answers, content or None, extras)
+    return _new_record(MessageRecord, fields)
+
+
+def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
+    """The fast path of a dict. With a ``role``, each key is read once, and the keys
+    that rule the fast path out are looked up only when the dict has keys not read yet."""
+    raw = message.get("role")
+    if raw is None:
+        if "data" in message or "kwargs" in message:
+            return None  # messages_to_dict / dumpd shapes keep fields one level down
+        return _read_fields(message.get, message.get("type"))
+    role = _ALIASES.get(raw) if type(raw) is str else None
+    if role is None:
+        return None
+    content = message.get("content")
+    ident = message.get("id")
+    if ident is not None and type(ident) is not str:
+        ident = _as_id(ident)
+    size = len(message)
+    if type(content) is str:
+        known = 2 if ident is None else 3  # the keys read so far: role, content, id
+        if size == known:  # the commonest message: a role, text and maybe an id
+            plain = (role, ident or None, (), (), content or None, NO_EXTRAS)
+            return _new_record(MessageRecord, plain)
+        if size == known + 1 and role == TOOL:  # a tool result: text and the id it answers
+            call_id = message.get("tool_call_id")
+            if type(call_id) is str and call_id:
+                answered = (role, ident or None, (), (call_id,), content or None, NO_EXTRAS)
+                return _new_record(MessageRecord, answered)
+    elif content is None:
+        known = (2 if "content" in message else 1) + (ident is not None)
+    elif type(content) is list and size == 2 + ("id" in message):
+        return _read_blocks(role, ident or None, content)  # role, content blocks, an id
+    else:
+        return None
+    if size == known + 1 and role == AI:  # the commonest call: one OpenAI call
+        found = message.get("tool_calls")
+        if type(found) is list and len(found) == 1:
+            call = found[0]
+            function = call.get("function") if type(call) is dict else None
+            if type(function) is dict:
+                cid = call.get("id")
+                call_name = function.get("name")
+                if type(cid) is str and cid and type(call_name) is str:
+                    billed = ((call_name, function.get("arguments")),)
+                    extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+                    calling = (role, ident or None, (cid,), (), content or None, extras)
+                    return _new_record(MessageRecord, calling)
+    # Keys not accounted for yet; a key holding None counts here until looked at.
+    rest = size - known
+    found = call_id = name = None
+    if role == TOOL:
+        call_id = message.get("tool_call_id")
+        if call_id is not None:
+            if type(call_id) is not str:
+                return None
+            rest -= 1
+            if not rest and call_id:  # a tool result: text and the id it answers
+                answered = (role, ident or None, (), (call_id,), content or None, NO_EXTRAS)
+                return _new_record(MessageRecord, answered)
+    elif role == AI:
+        found = message.get("tool_calls")
+        if found is not None:
+            rest -= 1
+            if not rest and type(found) is list and len(found) == 1:
+                record = _one_call(role, ident, content, found[0])
+                if record is not None:
+                    return record
+    if rest:
+        name = message.get("name")
+        if name is not None:
+            if type(name) is not str:
+                return None
+            rest -= 1
+    if rest:
+        if _DICT_SHAPES and not _CHAT_KEYS.issuperset(message):
+            return None  # a key the chat shapes do not know: the other shapes' readers decide
+        if found is None and role != AI:
+            found = message.get("tool_calls")
+        if call_id is None and role != TOOL:
+            call_id = message.get("tool_call_id")
+            if call_id is not None and type(call_id) is not str:
+                return None
+        if message.get("invalid_tool_calls") or message.get("function_call") is not None:
+            return None
+    issued: tuple[str, ...] = _EMPTY
+    calls: tuple[tuple[str, object], ...] = ()
+    if found:
+        read = _read_calls(found, role)
+        if read is None:
+            return None
+        issued, calls = read
+    answers = _EMPTY
+    if role == TOOL and call_id:
+        answers, call_id = (call_id,), None
+    if name or call_id or calls:
+        extras = _new_record(Extras, (name or None, (), calls, call_id or None, (), 0, (), CHAT))
+    else:
+        extras = NO_EXTRAS
+    fields = (role, ident or None, issued, answers, content or None, extras)
+    return _new_record(MessageRecord, fields)
+
+
+def _read_blocks(role: str, ident: str | None, content: list[Any]) -> MessageRecord | None:
+    """The fast path of a dict of a role, a list of Anthropic content blocks and maybe
+    an id: ``text``, ``tool_use``, ``tool_result`` (string content), ``thinking`` and
+    ``redacted_thinking`` blocks whose fields are strings; any other block gives ``None``.
+    What it finds, in order, is what :class:`_Walk` finds."""
+    texts: list[str] = []
+    calls: list[tuple[str | None, str, object]] = []
+    ids: list[str] = []
+    results: list[str] = []
+    reasoning: list[int] = []
+    for i, block in enumerate(content):
+        if type(block) is not dict:
+            return None
+        kind = block.get("type")
+        if kind == "text":
+            value = block.get("text")
+        elif kind == "tool_use":
+            cid, name = block.get("id"), block.get("name")
+            if type(cid) is not str or not cid or type(name) is not str or "input" not in block:
+                return None
+            calls.append((cid, name, block["input"]))
+            ids.append(cid)
+            continue
+        elif kind == "tool_result":
+            rid = block.get("tool_use_id")
+            if type(rid) is not str or not rid:
+                return None
+            results.append(rid)
+            value = block.get("content")
+            if value is None:
+                continue
+        elif kind == "thinking":
+            reasoning.append(i)
+            value = block.get("thinking")
+        elif kind == "redacted_thinking":
+            reasoning.append(i)
+            value = block.get("data")
+        else:
+            return None
+        if type(value) is not str:
+            return None
+        if value:
+            texts.append(value)
+    issued = _dedupe(ids) if role == AI and ids else _EMPTY
+    answers = _dedupe(results) if role == HUMAN and results else _EMPTY
+    billed = _unique_calls(calls) if calls else ()
+    if texts or billed or results or reasoning:
+        extras = _new_record(
+            Extras, (None, tuple(texts), billed, None, tuple(results), 0, tuple(reasoning), CHAT)
+        )
+    else:
+        extras = NO_EXTRAS
+    return _new_record(MessageRecord, (role, ident, issued, answers, None, extras))
+
+
+def _one_call(
+    role: str, ident: str | None, content: str | None, call: object
+) -> MessageRecord | None:
+    """The record of an ai message issuing one OpenAI call, its commonest shape, or ``None``."""
+    function = call.get("function") if type(call) is dict else None
+    if type(function) is not dict:
+        return None
+    cid = call.get("id")  # type: ignore[attr-defined]
+    call_name = function.get("name")
+    if type(cid) is not str or not cid or type(call_name) is not str:
+        return None
+    billed = ((call_name, function.get("arguments")),)
+    extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+    return _new_record(MessageRecord, (role, ident or None, (cid,), (), content or None, extras))
+
+
+def _read_calls(
+    found: object, role: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, object], ...]] | None:
+    """Ids issued (ai messages only) and billed ``(name, arguments)`` of dict tool calls."""
+    if type(found) is not list:
+        return None
+    read = []
+    for call in found:
+        if type(call) is not dict:
+            return None
+        function = call.get("function")
+        if function is None:  # LangChain: {"id", "name", "args"}
+            call_name, args = call.get("name"), call.get("args")
+        elif type(function) is dict:  # OpenAI: {"id", "function": {"name", "arguments"}}
+            call_name, args = function.get("name"), function.get("arguments")
+        else:
+            return None
+        cid = call.get("id")
+        if type(cid) is not str or not cid:
+            if cid is not None and type(cid) not in (str, int):
+                return None  # the general reader names the field if it is no id
+            cid = _as_id(cid)
+        read.append((cid, call_name if type(call_name) is str else "", args))
+    if len(read) == 1:
+        cid, call_name, args = read[0]
+        return ((cid,) if cid is not None and role == AI else _EMPTY), ((call_name, args),)
+    issued = _dedupe(c for c, _, _ in read if c is not None) if role == AI else _EMPTY
+    return issued, _unique_calls(read)
+
+
+def _read(message: object, index: int) -> MessageRecord:
+    """The general reader: every shape, one walk over the fields and the content."""
+    fields: Any
+    if type(message) is dict or isinstance(message, Mapping):
+        for shape in _DICT_SHAPES:
+            record = shape.read(message, index)
+            if record is not None:
+                return record
+        fields, raw = _payload(message)
+        role = normalize_role(raw)
+        ident = _as_id(fields.get("id"))
+    else:
+        for shape in _SHAPES:
+            record = shape.read(message, index)
+            if record is not None:
+                return record
+        raw = _get(message, "type")
+        if raw is None:
+            raw = _get(message, "role")
+            if raw is None:
+                raise MessageFormatError(
+                    f"message at index {index} (messages[{index}]) is a "
+                    f"{type(message).__name__!s} with neither 'type' nor 'role'; expected a "
+                    "dict or a message object"
+                )
+        role = normalize_role(raw)
+        if role in _CHAT_TYPES:
+            role = normalize_role(_get(message, "role"))
+        elif role not in _ALIASES.values() and isinstance(_get(message, "role"), str):
+            role = normalize_role(message.role)  # type: ignore[attr-defined]
+        fields = message
+        ident = _as_id(_get(message, "id"))
+    walk = _Walk()
+    _field_calls(fields, walk)
+    content = _get(fields, "content")
+    try:
+        walk.content(content, top=True)
+    except _FieldError as exc:
+        raise exc.within(".content") from exc.__cause__
+    walk.text(_reasoning_field(fields))
+    name = _get(fields, "name")
+    call_id = _as_id(_get(fields, "tool_call_id"), ".tool_call_id")
+    calls: tuple[str, ...] = _EMPTY
+    answers: tuple[str, ...] = _EMPTY
+    if role == AI:
+        calls = _dedupe(c for c, _, _, linked in walk.calls if linked and c is not None)
+    elif role == TOOL:
+        if call_id is not None:
+            answers, call_id = (call_id,), None  # billed as the answer
+    elif role == HUMAN and walk.results:
+        answers = _dedupe(walk.results)
+    text = None
+    texts = walk.texts
+    if texts and walk.string:  # the content is one string: the record's text
+        text = texts.pop(0)
+    extras = Extras(
+        name if isinstance(name, str) and name else None,
+        tuple(texts),
+        _unique_calls([(c, n, a) for c, n, a, _ in walk.calls]),
+        call_id,
+        tuple(walk.results),
+        walk.media,
+        tuple(walk.reasoning),
+        CHAT,
+    )
+    return MessageRecord(
+        role, ident, calls, answers, text, NO_EXTRAS if extras == NO_EXTRAS else extras
+    )
+
+
+class _Walk:
+    """What one walk over a message's fields and content finds, in order."""
+
+    __slots__ = ("calls", "media", "reasoning", "results", "string", "texts")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        #: ``(id or None, name, arguments as stored, linked)``: ``linked`` for calls a
+        #: tool result answers (not server-side ones).
+        self.calls: list[tuple[str | None, str, object, bool]] = []
+        self.results: list[str] = []
+        self.media = 0
+        self.reasoning: list[int] = []
+        #: Whether the top-level content is one string (its text comes first).
+        self.string = False
+
+    def add_call(self, ident: object, name: object, args: object, linked: bool) -> None:
+        self.calls.append((_as_id(ident), name if isinstance(name, str) else "", args, linked))
+
+    def content(self, content: object, top: bool = False) -> None:
+        if content is None:
+            return
+        if isinstance(content, str):
+            if content:
+                self.texts.append(content)
+                self.string = top
+            return
+        if type(content) is dict or isinstance(content, Mapping):
+            content = [content]
+        if not isinstance(content, (list, tuple)):
+            self.texts.append(str(content))
+            return
+        try:
+            for i, block in enumerate(content):
+                if isinstance(block, str):
+                    if block:
+                        self.texts.append(block)
+                elif type(block) is dict or isinstance(block, Mapping):
+                    self.block(block, i if top else -1)
+        except _FieldError as exc:
+            raise exc.within(f"[{i}]") from exc.__cause__
+
+    def block(self, block: Mapping[str, Any], index: int) -> None:
+        kind = block.get("type")
+        if kind in _TEXT_BLOCKS:
+            self.text(block.get("text"))
+        elif kind in _MEDIA_BLOCKS:
+            self.media += 1
+        elif kind in _CALL_BLOCKS:
+            args = block.get("input") if "input" in block else block.get("args")
+            self.add_call(block.get("id"), block.get("name"), args, kind in _CLIENT_CALL_BLOCKS)
+        elif kind == "tool_result":
+            ident = _as_id(block.get("tool_use_id"), ".tool_use_id")
+            if ident is not None:
+                self.results.append(ident)
+            try:
+                self.content(block.get("content"))
+            except _FieldError as exc:
+                raise exc.within(".content") from exc.__cause__
+        elif kind in _REASONING_BLOCKS:
+            if index >= 0:
+                self.reasoning.append(index)
+            if kind == "thinking":
+                self.text(block.get("thinking"))
+            elif kind == "redacted_thinking":  # encrypted: its size stands for its tokens
+                self.text(block.get("data"))
+            elif kind == "reasoning":
+                self.text(block.get("reasoning", block.get("text")))
+                summary = block.get("summary")
+                if isinstance(summary, (list, tuple)):
+                    for item in summary:
+                        if isinstance(item, Mapping):
+                            self.text(item.get("text"))
+        elif kind == "refusal":
+            self.text(block.get("refusal"))
+        elif kind == "json":
+            self.texts.append(_json(block.get("json")))
+        else:
+            # Unknown or untyped blocks bill only the text they carry, never their repr.
+            self.text(block.get("text"))
+
+    def text(self, value: object) -> None:
+        if isinstance(value, str) and value:
+            self.texts.append(value)
+
+
+def _calls_field(fields: Any, key: str) -> tuple[object, str]:
+    """The value of the calls field ``key`` and its path (in ``additional_kwargs`` when
+    the field is empty)."""
+    calls = _get(fields, key)
+    if not calls and type(fields) is not dict and not isinstance(fields, Mapping):
+        # LangChain objects built from raw provider output keep calls here.
+        extra = _get(fields, "additional_kwargs")
+        if isinstance(extra, Mapping) and extra.get(key):
+            return extra.get(key), f".additional_kwargs.{key}"
+    return calls, f".{key}"
+
+
+def _call_like(value: object) -> bool:
+    """A tool call or its ``function``: a mapping, or an object with call attributes (an
+    SDK's model); a number, a string, a list or ``None`` is none."""
+    if type(value) is dict or isinstance(value, Mapping):
+        return True
+    if value is None or isinstance(value, (str, bytes, int, float, list, tuple)):
+        return False
+    return any(hasattr(value, key) for key in ("id", "name", "function", "arguments", "args"))
+
+
+def _field_calls(fields: Any, walk: _Walk) -> None:
+    for key in ("tool_calls", "invalid_tool_calls"):
+        calls, where = _calls_field(fields, key)
+        if not calls:
+            continue
+        if not isinstance(calls, (list, tuple)):
+            raise _FieldError(where, f"expected a list of tool calls, got {_kind(calls)}")
+        for j, call in enumerate(calls):
+            if not _call_like(call):
+                raise _FieldError(f"{where}[{j}]", f"expected a tool call, got {_kind(call)}")
+            try:
+                function = _get(call, "function")
+                if function is None:  # LangChain: {"id", "name", "args"}
+                    walk.add_call(_get(call, "id"), _get(call, "name"), _get(call, "args"), True)
+                    continue
+                if not _call_like(function):
+                    raise _FieldError(".function", f"expected a mapping, got {_kind(function)}")
+                # OpenAI: {"id", "function": {"name", "arguments"}}
+                try:
+                    name, args = _get(function, "name"), _get(function, "arguments")
+                except _FieldError as exc:
+                    raise exc.within(".function") from exc.__cause__
+                walk.add_call(_get(call, "id"), name, args, True)
+            except _FieldError as exc:
+                raise exc.within(f"{where}[{j}]") from exc.__cause__
+    legacy, where = _calls_field(fields, "function_call")
+    if legacy is not None:
+        if not _call_like(legacy):
+            raise _FieldError(where, f"expected a mapping, got {_kind(legacy)}")
+        try:
+            walk.add_call(None, _get(legacy, "name"), _get(legacy, "arguments") or "", False)
+        except _FieldError as exc:
+            raise exc.within(where) from exc.__cause__
+
+
+_PYDANTIC = 2
+#: Per class: 0 when the fast path must not read its instances, 1 when every field it
+#: reads lives in the instance ``__dict__``, :data:`_PYDANTIC` when undeclared fields
+#: may also live elsewhere (pydantic models with ``extra="allow"``, as LangChain's are).
+_PLAIN_CLASSES: dict[type, int] = {}
+
+
+def _plain_class(cls: type) -> int:
+    if issubclass(cls, Mapping) or any(hasattr(cls, field) for field in _OBJECT_FIELDS):
+        kind = 0  # a mapping, or a property or class attribute that only getattr() reads
+    elif hasattr(cls, "__pydantic_extra__"):
+        kind = _PYDANTIC
+    elif hasattr(cls, "__getattr__") or cls.__getattribute__ is not object.__getattribute__:
+        kind = 0  # attributes computed on access
+    else:
+        kind = 1
+    _PLAIN_CLASSES[cls] = kind
+    return kind
