@@ -101,7 +101,7 @@ class ClearToolResults:
     """Replace old tool results with a placeholder once the history is over a trigger.
 
     The placeholder names the tool, the result's size in tokens and a handle to get it
-    back (:func:`~agentstate_reducer.fetch_original`); the call and the result message
+    back (:func:`~agentstate_reducer.langgraph.fetch_original`); the call and the result message
     stay, so every pair stays valid. The original reaches the ``on_prune`` hooks once.
 
     The trigger is ``trigger_tokens`` / ``trigger_messages`` when set (either one
@@ -150,7 +150,7 @@ class Offload:
 
     It is replaced by a head-and-tail preview plus a handle, on first sight, even in the
     current turn; the original reaches the ``on_prune`` hooks (and so long-term memory)
-    once, and :func:`~agentstate_reducer.fetch_original` reads it back.
+    once, and :func:`~agentstate_reducer.langgraph.fetch_original` reads it back.
     """
 
     #: Offload a part larger than this many tokens.
