@@ -33,7 +33,10 @@ __all__ = (
     "validate_history",
 )
 
+import logging as _logging
+
 from ._recover import Recovery
+from ._version import __version__ as __version__
 from .config import (
     DEFAULT_NAMESPACE_KEY,
     ReducerConfig,
@@ -58,3 +61,6 @@ from .summary import Summarizer, default_summary_messages_factory, summarize_wit
 from .tokens import resolve_token_counter
 from .trim import trim_messages
 from .validate import InvalidHistoryError, Problem, check_history, validate_history
+
+# A library's logger: quiet unless the application configures logging (no lastResort output).
+_logging.getLogger("agentstate_reducer").addHandler(_logging.NullHandler())
