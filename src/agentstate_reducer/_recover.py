@@ -27,7 +27,7 @@ _T = TypeVar("_T")
 _MAX_THREADS = 10_000
 
 
-def _surviving(result: ReducerResult) -> list[Any]:
+def _surviving(result: ReducerResult[Any]) -> list[Any]:
     return list(result.surviving)
 
 
@@ -66,7 +66,7 @@ class Recovery:
         self,
         reducer: MessageReducer,
         *,
-        finish: Callable[[ReducerResult], list[Any]] = _surviving,
+        finish: Callable[[ReducerResult[Any]], list[Any]] = _surviving,
     ) -> None:
         if not isinstance(reducer, MessageReducer):
             raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")

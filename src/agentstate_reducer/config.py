@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .edit import ContextEdit, EditOption, check_edits
 from .errors import ConfigError
@@ -12,6 +12,7 @@ from .tokens import check_token_counter, model_family, resolve_budget
 
 __all__ = (
     "DEFAULT_NAMESPACE_KEY",
+    "MessageT",
     "PinLike",
     "ReducerConfig",
     "ReducerResult",
@@ -25,6 +26,9 @@ __all__ = (
 
 #: Key that framework integrations read from a run's ``configurable`` to find the namespace.
 DEFAULT_NAMESPACE_KEY = "memory_namespace"
+
+#: The type of the messages a reduce was given, and of those its result holds.
+MessageT = TypeVar("MessageT")
 
 #: An ``on_prune`` hook: ``(pruned_messages, namespace) -> Any`` (may be async with ``areduce``).
 RememberFn = Callable[[list[Any], Any], Any]
@@ -239,14 +243,19 @@ class ReducerConfig:
 
 
 @dataclass(frozen=True)
-class ReducerResult:
-    """What one ``reduce()`` returned, and the figures of the reduce."""
+class ReducerResult(Generic[MessageT]):
+    """What one ``reduce()`` returned, and the figures of the reduce.
+
+    Generic in the message type: reducing a ``list[dict[str, Any]]`` gives a
+    ``ReducerResult[dict[str, Any]]``, whose :attr:`surviving` is a list of dicts
+    (the summary block and synthetic results are written in the messages' own shape).
+    """
 
     #: Messages that remain, in order (with the summary block when injected, and the
     #: synthetic results of :attr:`repaired`).
-    surviving: list[Any]
+    surviving: list[MessageT]
     #: Messages that were removed, in their original order; never deduplicated.
-    pruned: list[Any]
+    pruned: list[MessageT]
     #: The text ``summarize_fn`` returned, or ``None``.
     summary: str | None = None
     #: True when ``summarize_fn`` raised or timed out on this reduce. With
@@ -276,7 +285,7 @@ class ReducerResult:
     over_because: tuple[str, ...] = ()
     #: Synthetic tool results added for dead calls (``repair_dangling_calls``), as
     #: they appear in :attr:`surviving`.
-    repaired: list[Any] = field(default_factory=list)
+    repaired: list[MessageT] = field(default_factory=list)
     #: Identifiers, numbers and tool names of the summarised messages (and of the
     #: previous summary) that :attr:`summary` leaves out (see docs/summaries.md).
     summary_missing: tuple[str, ...] = ()

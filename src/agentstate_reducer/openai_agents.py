@@ -120,7 +120,7 @@ def reducing_input_filter(
     return reduce_input
 
 
-def _unchanged(result: ReducerResult, stored: Sequence[Any], new: Sequence[Any]) -> bool:
+def _unchanged(result: ReducerResult[Any], stored: Sequence[Any], new: Sequence[Any]) -> bool:
     """Whether the survivors are exactly ``stored + new``, object for object."""
     surviving = result.surviving
     if len(surviving) != len(stored) + len(new):

@@ -76,7 +76,7 @@ def _check(reducer: object) -> MessageReducer:
     return reducer
 
 
-def _in_shape(result: ReducerResult) -> list[ModelMessage]:
+def _in_shape(result: ReducerResult[Any]) -> list[ModelMessage]:
     """The survivors, an injected summary block turned into PydanticAI messages.
 
     The default block already is (the reader writes it in the history's shape); a
@@ -91,7 +91,7 @@ def _in_shape(result: ReducerResult) -> list[ModelMessage]:
 
 
 def _outcome(
-    messages: list[ModelMessage], split: list[ModelMessage], result: ReducerResult
+    messages: list[ModelMessage], split: list[ModelMessage], result: ReducerResult[Any]
 ) -> list[ModelMessage]:
     """What the history becomes: ``messages`` themselves when the reduce changed nothing.
 

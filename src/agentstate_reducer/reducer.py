@@ -10,14 +10,15 @@ import operator
 import threading
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Generator, Hashable, Sequence
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from itertools import compress, repeat
-from typing import Any, Generic, NamedTuple, NoReturn, TypeVar, cast, overload
+from typing import Any, Generic, NamedTuple, NoReturn, Protocol, TypeVar, cast, overload
 
 from ._merge import PrunedIds, merge_messages, require
 from .config import (
+    MessageT,
     PinLike,
     ReducerConfig,
     ReducerResult,
@@ -167,7 +168,7 @@ def _survivors(items: Sequence[_T], pruned: Sequence[int]) -> list[_T]:
     return list(map(items.__getitem__, compress(range(len(items)), flags)))  # lazy: no iter
 
 
-def _rebuilt(result: ReducerResult, **changes: Any) -> ReducerResult:
+def _rebuilt(result: ReducerResult[Any], **changes: Any) -> ReducerResult[Any]:
     """``dataclasses.replace(result, **changes)`` without the frozen ``__init__``: its
     setattr per field cost more than the rest of an append step. ``changes`` must hold
     a new value for every mutable field the new result should not share."""
@@ -177,7 +178,7 @@ def _rebuilt(result: ReducerResult, **changes: Any) -> ReducerResult:
 
 
 #: The fields of a reduce that pruned nothing, before its figures.
-_NOTHING_PRUNED = ReducerResult([], [], None)
+_NOTHING_PRUNED: ReducerResult[Any] = ReducerResult([], [], None)
 
 
 def _concat(existing: Any, new: Any) -> list[Any]:
@@ -323,6 +324,22 @@ class _Appended(Sequence[Any]):
 
 
 _T = TypeVar("_T")
+
+
+class _HasContent(Protocol):
+    @property
+    def content(self) -> Any: ...
+
+
+class _HasParts(Protocol):
+    @property
+    def parts(self) -> Any: ...
+
+
+#: One message where a list is expected (``reduce(history, message)``), as typed: a dict,
+#: or an object with ``content`` or ``parts``. Never a list or tuple, so that a list of
+#: dicts with ``Any`` values types the result by its messages rather than as ``Any``.
+OneMessage = Mapping[str, Any] | _HasContent | _HasParts
 
 
 class _Setting(Generic[_T]):
@@ -720,7 +737,7 @@ class MessageReducer:
     # -- the incremental path: a reduce of the list the last one returned -------------
 
     def _note(
-        self, messages: list[Any], plan: Plan, memo: _Memo | None, result: ReducerResult
+        self, messages: list[Any], plan: Plan, memo: _Memo | None, result: ReducerResult[Any]
     ) -> None:
         """Remember the list a reduce returns, with the views and counts the plan read."""
         if memo is None:
@@ -970,8 +987,8 @@ class MessageReducer:
                 chains.popitem(last=False)
 
     def _figures(
-        self, result: ReducerResult, messages: list[Any], plan: Plan, added: list[Any]
-    ) -> ReducerResult:
+        self, result: ReducerResult[Any], messages: list[Any], plan: Plan, added: list[Any]
+    ) -> ReducerResult[Any]:
         """``result`` with the figures of the reduce; synthetic results are never pruned."""
         pruned = result.pruned
         if added:
@@ -1032,7 +1049,7 @@ class MessageReducer:
 
     def _outcome(
         self, messages: list[Any], plan: Plan, text: str | None, failed: bool
-    ) -> ReducerResult:
+    ) -> ReducerResult[Any]:
         """The result of a reduce whose summary (if any) is ``text``."""
         if not plan.pruned:
             return ReducerResult(messages, [], None)
@@ -1060,7 +1077,7 @@ class MessageReducer:
         block = default_summary_messages_factory(text, count, key=summary_key(pruned))
         return match_shape(block, next((m for m in pruned if not is_injected(m)), pruned[0]))
 
-    def _fail_closed(self, messages: list[Any], plan: Plan) -> ReducerResult:
+    def _fail_closed(self, messages: list[Any], plan: Plan) -> ReducerResult[Any]:
         """The summary failed: keep everything unless that passes the hard limit, then
         prune only what the limit forces (never the previous summary), without one."""
         config = self.config
@@ -1090,7 +1107,7 @@ class MessageReducer:
         return ReducerResult(surviving, pruned, None, summary_failed=True)
 
     @staticmethod
-    def _kept(messages: list[Any], plan: Plan) -> ReducerResult:
+    def _kept(messages: list[Any], plan: Plan) -> ReducerResult[Any]:
         logger.warning(
             "agentstate-reducer: no summary; kept the %d messages it would have pruned "
             "(the next prune retries)",
@@ -1121,7 +1138,7 @@ class MessageReducer:
 
     # -- the one core: a generator of effects; reduce() and areduce() only drive it --
 
-    def _start(self, existing: Any, new: Any, namespace: Any) -> ReducerResult | _Flow:
+    def _start(self, existing: Any, new: Any, namespace: Any) -> ReducerResult[Any] | _Flow:
         """The result when the reduce has no effect to run, else the core that runs them."""
         try:
             messages, plan, memo, edits, added = self._prepare(existing, new, namespace)
@@ -1333,11 +1350,11 @@ class MessageReducer:
 
     def _unstored(
         self,
-        result: ReducerResult,
+        result: ReducerResult[Any],
         messages: list[Any],
         edits: tuple[ContextEdit, ...],
         namespace: Any,
-    ) -> ReducerResult:
+    ) -> ReducerResult[Any]:
         """``result`` with each surviving message whose edited original is not stored
         yet as it was before the edit: an edit never outlives its original. A later
         reduce edits it again, and hands the original over if it was not."""
@@ -1376,7 +1393,7 @@ class MessageReducer:
         added: list[Any],
         text: str | None,
         failed: bool,
-    ) -> tuple[ReducerResult, list[Any]]:
+    ) -> tuple[ReducerResult[Any], list[Any]]:
         """The result of a reduce (remembered for the next append) and what the hooks get."""
         if memo is None and not (plan.pruned or edits or added):
             # An append the incremental path planned (and remembered): only figures.
@@ -1418,7 +1435,35 @@ class MessageReducer:
 
     # -- the two drivers ---------------------------------------------------------
 
-    def reduce(self, existing: Any = None, new: Any = None, namespace: Any = None) -> ReducerResult:
+    @overload
+    def reduce(
+        self, existing: Sequence[MessageT], new: Sequence[MessageT] | None = None,
+        namespace: Any = None,
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    def reduce(
+        self, existing: None, new: Sequence[MessageT], namespace: Any = None
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    def reduce(
+        self, *, new: Sequence[MessageT], namespace: Any = None
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    def reduce(
+        self, existing: Sequence[MessageT], new: OneMessage, namespace: Any = None
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    def reduce(
+        self, existing: OneMessage, new: Sequence[Any] | OneMessage | None = None,
+        namespace: Any = None,
+    ) -> ReducerResult[Any]: ...
+    @overload
+    def reduce(
+        self, existing: None = None, new: OneMessage | None = None, namespace: Any = None
+    ) -> ReducerResult[Any]: ...
+    def reduce(
+        self, existing: Any = None, new: Any = None, namespace: Any = None
+    ) -> ReducerResult[Any]:
         """Concatenate ``existing + new`` and prune if over the threshold.
 
         With ``inject_summary``, a failing or timed-out ``summarize_fn`` prunes nothing
@@ -1446,9 +1491,35 @@ class MessageReducer:
         step = self._start(existing, new, namespace)
         return step if isinstance(step, ReducerResult) else _drive(step)
 
+    @overload
+    async def areduce(
+        self, existing: Sequence[MessageT], new: Sequence[MessageT] | None = None,
+        namespace: Any = None,
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    async def areduce(
+        self, existing: None, new: Sequence[MessageT], namespace: Any = None
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    async def areduce(
+        self, *, new: Sequence[MessageT], namespace: Any = None
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    async def areduce(
+        self, existing: Sequence[MessageT], new: OneMessage, namespace: Any = None
+    ) -> ReducerResult[MessageT]: ...
+    @overload
+    async def areduce(
+        self, existing: OneMessage, new: Sequence[Any] | OneMessage | None = None,
+        namespace: Any = None,
+    ) -> ReducerResult[Any]: ...
+    @overload
+    async def areduce(
+        self, existing: None = None, new: OneMessage | None = None, namespace: Any = None
+    ) -> ReducerResult[Any]: ...
     async def areduce(
         self, existing: Any = None, new: Any = None, namespace: Any = None
-    ) -> ReducerResult:
+    ) -> ReducerResult[Any]:
         """Async :meth:`reduce`: the same core, awaiting async ``summarize_fn`` and hooks.
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
@@ -1691,10 +1762,10 @@ class _Hand(NamedTuple):
 
 _Effect = _Summarise | _Hand
 #: The core of a reduce: yields effects, is sent their values, returns the result.
-_Flow = Generator[_Effect, Any, ReducerResult]
+_Flow = Generator[_Effect, Any, ReducerResult[Any]]
 
 
-def _drive(flow: _Flow) -> ReducerResult:
+def _drive(flow: _Flow) -> ReducerResult[Any]:
     """The sync driver: run each effect; send back its value, or throw in its error
     (the core decides what an error means, and what propagates)."""
     try:
@@ -1707,10 +1778,10 @@ def _drive(flow: _Flow) -> ReducerResult:
             else:
                 effect = flow.send(value)
     except StopIteration as stop:
-        return cast(ReducerResult, stop.value)
+        return cast(ReducerResult[Any], stop.value)
 
 
-async def _adrive(flow: _Flow) -> ReducerResult:
+async def _adrive(flow: _Flow) -> ReducerResult[Any]:
     """The async driver: :func:`_drive`, awaiting each effect."""
     try:
         effect = next(flow)
@@ -1722,10 +1793,12 @@ async def _adrive(flow: _Flow) -> ReducerResult:
             else:
                 effect = flow.send(value)
     except StopIteration as stop:
-        return cast(ReducerResult, stop.value)
+        return cast(ReducerResult[Any], stop.value)
 
 
-def warn_once_over_budget(reducer: MessageReducer, result: ReducerResult, thread: object) -> None:
+def warn_once_over_budget(
+    reducer: MessageReducer, result: ReducerResult[Any], thread: object
+) -> None:
     """Log one warning the first time ``thread`` goes over the budget of ``reducer``.
 
     The integrations call it after each reduce: ``thread`` is the conversation's key

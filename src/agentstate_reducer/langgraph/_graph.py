@@ -41,7 +41,7 @@ def _run_config() -> RunnableConfig | None:
         return None
 
 
-def warn_in_run(reducer: MessageReducer, result: ReducerResult) -> None:
+def warn_in_run(reducer: MessageReducer, result: ReducerResult[Any]) -> None:
     """:func:`warn_over_budget` for the thread of the run in context, if any."""
     if result.over_budget:
         warn_over_budget(reducer, result, _run_config())
@@ -134,7 +134,7 @@ def reducing_add_messages(
 
 
 def removal_update(
-    existing: list[Any], result: ReducerResult, messages_key: str = "messages"
+    existing: list[Any], result: ReducerResult[Any], messages_key: str = "messages"
 ) -> dict[str, Any]:
     """The state update that turns ``existing`` into ``result.surviving`` under ``add_messages``.
 

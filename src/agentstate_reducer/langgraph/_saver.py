@@ -71,7 +71,7 @@ def memory_namespace(reducer: MessageReducer, config: RunnableConfig | None) -> 
 
 
 def warn_over_budget(
-    reducer: MessageReducer, result: ReducerResult, config: RunnableConfig | None
+    reducer: MessageReducer, result: ReducerResult[Any], config: RunnableConfig | None
 ) -> None:
     """Log one warning the first time the thread of ``config`` goes over its budget."""
     if result.over_budget:
@@ -80,7 +80,7 @@ def warn_over_budget(
 
 
 def _replace_messages(
-    checkpoint: Checkpoint, messages_key: str, result: ReducerResult
+    checkpoint: Checkpoint, messages_key: str, result: ReducerResult[Any]
 ) -> Checkpoint:
     # Pruning, context editing and repairs are the only ways the list changes (an injected
     # summary replaces pruned messages): without any of them there is nothing new to store.
