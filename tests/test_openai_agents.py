@@ -164,7 +164,7 @@ def test_bad_arguments() -> None:
     with pytest.raises(TypeError, match="Session protocol"):
         ReducingSession(object(), reducer)
     with pytest.raises(TypeError, match="MessageReducer"):
-        ReducingSession(SpySession(), None)  # type: ignore[arg-type]
+        ReducingSession(SpySession(), 3)  # type: ignore[arg-type]
 
 
 def test_missing_agents_sdk_names_the_extra() -> None:

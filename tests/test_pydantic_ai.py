@@ -336,7 +336,7 @@ def test_bad_arguments_and_default_namespace() -> None:
     with pytest.raises(TypeError, match="MessageReducer"):
         history_processor("not a reducer")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="MessageReducer"):
-        ReducingCapability(None)  # type: ignore[arg-type]
+        ReducingCapability(3)  # type: ignore[arg-type]
     assert run_namespace(CTX) == ("memories", "conv-1")
     assert run_namespace(SimpleNamespace(conversation_id=None)) is None  # type: ignore[arg-type]
 

@@ -37,7 +37,7 @@ from ._recover import Recovery
 from .config import ReducerResult
 from .errors import ConfigTypeError
 from .read import HUMAN, INJECTED_KEY, write_message
-from .reducer import MessageReducer, warn_once_over_budget
+from .reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 
 __all__ = ("RecoveringModel", "ReducingSession", "reducing_input_filter")
 
@@ -76,7 +76,7 @@ def _sendable(items: list[Any]) -> list[Any]:
 
 
 def reducing_input_filter(
-    reducer: MessageReducer, *, namespace: Any = None
+    reducer: MessageReducer | None = None, *, namespace: Any = None
 ) -> Callable[[CallModelData[Any]], Any]:
     """A ``call_model_input_filter`` that reduces the input of every model call.
 
@@ -86,7 +86,8 @@ def reducing_input_filter(
     instructions are counted once against the budget (again when they change).
 
     Args:
-        reducer: the reducer run before each model call.
+        reducer: the reducer run before each model call; ``None`` for
+            ``MessageReducer(config=agent_config())``, the agent recipe.
         namespace: where pruned items go: a value, or ``callable(data)`` given the SDK's
             ``CallModelData`` (its ``context`` is your run context).
 
@@ -94,7 +95,7 @@ def reducing_input_filter(
         >>> run_config = RunConfig(call_model_input_filter=reducing_input_filter(reducer))
         ...                                                             # doctest: +SKIP
     """
-    _check(reducer)
+    reducer = reducer_or_recipe(reducer)
     seen: list[Any] = [None]
 
     def count_overhead(data: CallModelData[Any]) -> None:
@@ -206,8 +207,9 @@ class ReducingSession:
     if the rewrite fails the next add prunes it again, which the reducer's ledger does
     not hand over twice.
 
-    The SDK sends the model the session's items plus what the current run produced; to
-    bound that too, give the run :func:`reducing_input_filter` as well.
+    Without a ``reducer`` it runs ``MessageReducer(config=agent_config())``, the agent
+    recipe. The SDK sends the model the session's items plus what the current run
+    produced; to bound that too, give the run :func:`reducing_input_filter` as well.
 
     Example:
         >>> session = ReducingSession(SQLiteSession("user-42"), reducer)   # doctest: +SKIP
@@ -221,7 +223,9 @@ class ReducingSession:
     #: Where pruned items go: a value, or ``callable(wrapper)``.
     namespace: Any
 
-    def __init__(self, session: Any, reducer: MessageReducer, *, namespace: Any = None) -> None:
+    def __init__(
+        self, session: Any, reducer: MessageReducer | None = None, *, namespace: Any = None
+    ) -> None:
         for method in _HISTORY_METHODS:
             if not callable(getattr(session, method, None)):
                 raise ConfigTypeError(
@@ -229,7 +233,7 @@ class ReducingSession:
                     f"got {session!r}"
                 )
         self.session = session
-        self.reducer = _check(reducer)
+        self.reducer = reducer_or_recipe(reducer)
         self.namespace = (MEMORIES, str(session.session_id)) if namespace is None else namespace
         self._reducing_lock = LoopSafeLock()
 

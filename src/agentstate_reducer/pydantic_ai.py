@@ -43,7 +43,7 @@ from ._recover import Recovery
 from .config import ReducerResult
 from .errors import ConfigTypeError
 from .read import match_shape, request_instructions
-from .reducer import MessageReducer, warn_once_over_budget
+from .reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 
 __all__ = ("ReducingCapability", "ahistory_processor", "history_processor", "run_namespace")
 
@@ -68,12 +68,6 @@ def _resolve(namespace: NamespaceLike, ctx: RunContext[Any]) -> Any:
     if namespace is None:
         return run_namespace(ctx)
     return namespace(ctx) if callable(namespace) else namespace
-
-
-def _check(reducer: object) -> MessageReducer:
-    if not isinstance(reducer, MessageReducer):
-        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
-    return reducer
 
 
 def _in_shape(result: ReducerResult[Any]) -> list[ModelMessage]:
@@ -130,7 +124,7 @@ def _split_first(messages: list[ModelMessage]) -> list[ModelMessage]:
 
 
 def history_processor(
-    reducer: MessageReducer, *, namespace: NamespaceLike = None
+    reducer: MessageReducer | None = None, *, namespace: NamespaceLike = None
 ) -> Callable[[RunContext[Any], list[ModelMessage]], list[ModelMessage]]:
     """A ``ProcessHistory`` function that reduces the history with ``reducer.reduce()``.
 
@@ -138,7 +132,8 @@ def history_processor(
     must then be sync (use :func:`ahistory_processor` for async ones).
 
     Args:
-        reducer: the reducer run before each model request.
+        reducer: the reducer run before each model request; ``None`` for
+            ``MessageReducer(config=agent_config())``, the agent recipe.
         namespace: where pruned messages go: a value, ``callable(ctx)``, or ``None``
             for :func:`run_namespace`.
 
@@ -146,7 +141,7 @@ def history_processor(
         >>> from pydantic_ai.capabilities import ProcessHistory             # doctest: +SKIP
         >>> agent = Agent(model, capabilities=[ProcessHistory(history_processor(reducer))])
     """
-    _check(reducer)
+    reducer = reducer_or_recipe(reducer)
 
     def reduce_history(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         where = _resolve(namespace, ctx)
@@ -159,10 +154,10 @@ def history_processor(
 
 
 def ahistory_processor(
-    reducer: MessageReducer, *, namespace: NamespaceLike = None
+    reducer: MessageReducer | None = None, *, namespace: NamespaceLike = None
 ) -> Callable[[RunContext[Any], list[ModelMessage]], Any]:
     """The async twin of :func:`history_processor`: awaits ``reducer.areduce()``."""
-    _check(reducer)
+    reducer = reducer_or_recipe(reducer)
 
     async def areduce_history(
         ctx: RunContext[Any], messages: list[ModelMessage]
@@ -195,7 +190,8 @@ class ReducingCapability(AbstractCapability[Any]):
     Awaits ``reducer.areduce()`` on the run's messages and makes the result both what
     the model is sent and the run's stored history (as ``ProcessHistory`` does). In
     token mode the request's tool definitions and instructions are counted once against
-    the budget, and again only when they change.
+    the budget, and again only when they change. Without a ``reducer`` it runs
+    ``MessageReducer(config=agent_config())``, the agent recipe.
 
     When the provider refuses a request as too large for its context window, or rejects a
     reasoning signature, the capability makes one more attempt (``RetryModelRequest``),
@@ -216,9 +212,13 @@ class ReducingCapability(AbstractCapability[Any]):
     _retries: dict[int, Any] = field(default_factory=dict, repr=False)
 
     def __init__(
-        self, reducer: MessageReducer, *, namespace: NamespaceLike = None, recover: bool = True
+        self,
+        reducer: MessageReducer | None = None,
+        *,
+        namespace: NamespaceLike = None,
+        recover: bool = True,
     ) -> None:
-        self.reducer = _check(reducer)
+        self.reducer = reducer_or_recipe(reducer)
         self.namespace = namespace
         self.recovery = Recovery(self.reducer, finish=_in_shape) if recover else None
         self._seen = None

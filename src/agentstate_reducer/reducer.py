@@ -26,6 +26,7 @@ from .config import (
     SummarizeFn,
     SummaryFactory,
     TokenCounterLike,
+    agent_config,
 )
 from .edit import (
     CLEARED,
@@ -1794,6 +1795,17 @@ async def _adrive(flow: _Flow) -> ReducerResult[Any]:
                 effect = flow.send(value)
     except StopIteration as stop:
         return cast(ReducerResult[Any], stop.value)
+
+
+def reducer_or_recipe(reducer: object) -> MessageReducer:
+    """``reducer``, or for ``None`` a new reducer of the agent recipe
+    (:func:`~agentstate_reducer.agent_config`): what an integration given no reducer runs,
+    so its requests stay valid for every provider from the first line."""
+    if reducer is None:
+        return MessageReducer(config=agent_config())
+    if not isinstance(reducer, MessageReducer):
+        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+    return reducer
 
 
 def warn_once_over_budget(

@@ -122,7 +122,7 @@ def test_a_bad_reducer_is_named() -> None:
     with pytest.raises(TypeError, match="reducer must be a MessageReducer"):
         reducing_pre_model_hook("r")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="reducer must be a MessageReducer"):
-        ReducingMiddleware(None)  # type: ignore[arg-type]
+        ReducingMiddleware(object())  # type: ignore[arg-type]
 
 
 # -- laws --------------------------------------------------------------------------------

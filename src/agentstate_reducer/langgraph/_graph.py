@@ -16,7 +16,7 @@ from .._merge import PrunedIds, merge_messages
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError
 from ..read import message_id
-from ..reducer import MessageReducer, as_message_list
+from ..reducer import MessageReducer, as_message_list, reducer_or_recipe
 from ._saver import memory_namespace, warn_over_budget
 
 __all__ = (
@@ -70,7 +70,7 @@ def _check_format(format: object) -> None:
 
 
 def reducing_add_messages(
-    reducer: MessageReducer, *, namespace: Any = None, format: str | None = None
+    reducer: MessageReducer | None = None, *, namespace: Any = None, format: str | None = None
 ) -> Callable[..., Any]:
     """Return a state reducer that merges like ``add_messages``, then prunes with ``reducer``.
 
@@ -87,7 +87,8 @@ def reducing_add_messages(
     Channel reducers run outside any node, so they do not see the run config: pruned
     messages go to ``namespace`` when given, else to :func:`memory_namespace` of the
     run config in context (a subgraph's reducer sees its parent's), else ``None``.
-    Hooks are called through the sync ``reduce()``, under ``ainvoke`` too.
+    Hooks are called through the sync ``reduce()``, under ``ainvoke`` too. Without a
+    ``reducer`` it prunes with ``MessageReducer(config=agent_config())``, the agent recipe.
 
     Raises:
         TypeError: ``reducer`` is not a ``MessageReducer``.
@@ -100,8 +101,7 @@ def reducing_add_messages(
         >>> class State(TypedDict):
         ...     messages: Annotated[list, reducing_add_messages(MessageReducer(10, 20))]
     """
-    if not isinstance(reducer, MessageReducer):
-        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+    reducer = reducer_or_recipe(reducer)
     _check_format(format)
     pruned = PrunedIds(reducer.config.dedupe_window)
 
@@ -161,7 +161,7 @@ def _messages_in(state: Any, messages_key: str) -> list[Any]:
 
 
 def reducing_pre_model_hook(
-    reducer: MessageReducer, *, messages_key: str = "messages"
+    reducer: MessageReducer | None = None, *, messages_key: str = "messages"
 ) -> Runnable[Any, dict[str, Any]]:
     """Return a ``create_react_agent`` ``pre_model_hook`` that bounds the stored history.
 
@@ -169,10 +169,10 @@ def reducing_pre_model_hook(
     :func:`removal_update` (``RemoveMessage`` per pruned id, or the whole list when a
     summary is injected), so the model and the checkpoint both see the bounded list.
     The namespace comes from the run config (:func:`memory_namespace`). Runs
-    ``reduce()`` under ``invoke`` and ``areduce()`` under ``ainvoke``.
+    ``reduce()`` under ``invoke`` and ``areduce()`` under ``ainvoke``. Without a
+    ``reducer`` it runs ``MessageReducer(config=agent_config())``, the agent recipe.
     """
-    if not isinstance(reducer, MessageReducer):
-        raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+    reducer = reducer_or_recipe(reducer)
 
     def hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         existing = _messages_in(state, messages_key)

@@ -20,8 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 from langgraph.runtime import Runtime
 
 from .._recover import Recovery
-from ..errors import ConfigTypeError
-from ..reducer import MessageReducer
+from ..reducer import MessageReducer, reducer_or_recipe
 from ._graph import removal_update, run_namespace, warn_in_run
 
 __all__ = ("ReducingMiddleware",)
@@ -33,7 +32,8 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``before_model`` reduces ``state["messages"]`` and returns ``RemoveMessage``
     updates for the pruned ids plus the messages context editing replaced, under
     their own ids (or replaces the whole list when a summary is injected), so both
-    the model and the checkpoint see the bounded, edited list. Pruned
+    the model and the checkpoint see the bounded, edited list. Without a ``reducer``
+    it runs ``MessageReducer(config=agent_config())``, the agent recipe. Pruned
     messages reach the reducer's hooks under :func:`memory_namespace` of the run
     config. ``abefore_model`` (under ``ainvoke``) awaits ``areduce()``.
 
@@ -54,10 +54,13 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """
 
     def __init__(
-        self, reducer: MessageReducer, *, tools: Sequence[Any] = (), recover: bool = True
+        self,
+        reducer: MessageReducer | None = None,
+        *,
+        tools: Sequence[Any] = (),
+        recover: bool = True,
     ) -> None:
-        if not isinstance(reducer, MessageReducer):
-            raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
+        reducer = reducer_or_recipe(reducer)
         super().__init__()
         #: The reducer run before each model call.
         self.reducer = reducer

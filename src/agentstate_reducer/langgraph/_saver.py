@@ -22,7 +22,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..read import read_message
-from ..reducer import MessageReducer, warn_once_over_budget
+from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 from ._retention import Retention, retention_for
 
 __all__ = ("ReducingSaver", "aapply_reducer", "apply_reducer", "memory_namespace")
@@ -52,6 +52,8 @@ _STORAGE_METHODS = (
     "aget_delta_channel_history",
 )
 _ABSENT = object()
+#: ``reducer`` left out: the agent recipe. An explicit ``None`` is refused, as in 0.5.0.
+_RECIPE: Any = object()
 
 
 def memory_namespace(reducer: MessageReducer, config: RunnableConfig | None) -> Any:
@@ -203,7 +205,9 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     Args:
         inner: the saver that stores the checkpoints.
         reducer: the reducer applied to ``channel_values[messages_key]``; sync
-            ``put`` calls ``reduce()``, ``aput`` calls ``areduce()``.
+            ``put`` calls ``reduce()``, ``aput`` calls ``areduce()``. Left out: the inner
+            saver's own reducer if it holds one, else
+            ``MessageReducer(config=agent_config())``, the agent recipe.
         messages_key: the state key of the message list.
         keep_checkpoints: after each write, keep only the newest this many checkpoints of
             the thread's namespace, with their writes and the blobs they reference, and
@@ -251,13 +255,16 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     def __init__(
         self,
         inner: BaseCheckpointSaver[Any],
-        reducer: MessageReducer,
+        reducer: MessageReducer = _RECIPE,
         *,
         messages_key: str = "messages",
         keep_checkpoints: int | None = None,
     ) -> None:
         if not isinstance(inner, BaseCheckpointSaver):
             raise ConfigTypeError(f"inner must be a LangGraph BaseCheckpointSaver, got {inner!r}")
+        if reducer is _RECIPE:
+            held = getattr(inner, "reducer", None)
+            reducer = held if isinstance(held, MessageReducer) else reducer_or_recipe(None)
         if not isinstance(reducer, MessageReducer):
             raise ConfigTypeError(f"reducer must be a MessageReducer, got {reducer!r}")
         if not isinstance(messages_key, str) or not messages_key:
