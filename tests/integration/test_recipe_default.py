@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import warnings
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,11 +48,19 @@ from agentstate_reducer.pydantic_ai import (
 )
 
 TURNS = 30
+ROOT = Path(__file__).parents[2]
 SYSTEM = "You work through the steps with the step tool."
 
 
 def plain() -> MessageReducer:
     return MessageReducer(config=ReducerConfig())
+
+
+def quoted(page: str, *figures: str) -> None:
+    """The page quotes what this run measured (whitespace aside), so it cannot drift."""
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    for figure in figures:
+        assert " ".join(figure.split()) in text, f"{page} should say {figure!r}; update it"
 
 
 # -- the defaults, directly ----------------------------------------------------------------
@@ -172,6 +181,7 @@ def test_langgraph_defaults_send_only_valid_requests_with_abandoned_interrupts(
     assert not got["invalid"], got["examples"]
     assert got["stored_invalid"] == 0
     assert got["runs"] == {f"{t}.0": 1 for t in range(0, TURNS, 2)}  # resumed ones only
+    quoted("docs/langgraph.md", f"30 turns send {got['requests']} requests, none invalid")
 
 
 @pytest.mark.slow
@@ -182,6 +192,8 @@ def test_reducing_saver_default_stores_valid_histories_but_bounds_only_storage()
     # right after each abandoned interrupt (but the last) still carries the dead call.
     # What ReducingSaver stores is repaired; what the model is sent is not its job.
     assert set(got["invalid"].values()) == {got["abandoned"] - 1}
+    quoted("docs/langgraph.md", f"still carries the dead call ({got['abandoned'] - 1} of "
+           f"{got['requests']})")
 
 
 @pytest.mark.slow
@@ -189,6 +201,10 @@ def test_the_plain_configuration_is_what_the_default_saves_a_newcomer_from() -> 
     got = _run_interrupts("middleware", plain())
     assert got["invalid"]["openai"] >= got["abandoned"]
     assert got["stored_invalid"] > 0
+    figure = f"{got['invalid']['openai']} of {got['requests']} invalid"
+    quoted("docs/langgraph.md", f"the plain `ReducerConfig()`: {figure}")
+    quoted("CHANGELOG.md", f"the plain `ReducerConfig()` sent {got['invalid']['openai']} of "
+           f"{got['requests']} invalid")
 
 
 # -- PydanticAI: multi-step turns ----------------------------------------------------------
@@ -234,6 +250,10 @@ async def test_pydantic_ai_plain_configuration_opens_windows_with_the_assistant(
     print(f"\nPydanticAI capability (plain): {control.requests} requests, invalid: "
           f"{dict(control.invalid)}")
     assert control.invalid["anthropic"] > 0
+    quoted("docs/pydantic-ai.md", f"sends {control.requests} requests, none invalid; the "
+           f"plain `ReducerConfig()` opens {control.invalid['anthropic']} of them")
+    quoted("CHANGELOG.md", f"{control.invalid['anthropic']} of {control.requests} PydanticAI "
+           "requests opening with the assistant")
 
 
 # -- the Agents SDK: approvals, half abandoned ---------------------------------------------
@@ -285,6 +305,8 @@ async def test_agents_sdk_defaults_store_and_send_only_valid_histories() -> None
     print(f"Agents SDK (plain): invalid {len(control.invalid)}, stored histories invalid: "
           f"{control_stored}")
     assert control_stored > 0  # the session keeps the abandoned calls
+    quoted("docs/openai-agents.md", f"send {model.requests} requests, none invalid",
+           f"({control_stored} of {TURNS} stored histories")
 
 
 
@@ -324,6 +346,8 @@ def test_reducing_saver_alone_bounds_what_is_stored_not_each_request() -> None:
     assert middleware <= 3000 + step
     assert saver > 1.5 * 3000  # the run's whole turn, past the budget
     assert saver_stored <= 3000 + step and middleware_stored <= 3000 + step
+    quoted("README.md", f"{saver:,} tokens through `ReducingSaver` alone, {middleware:,} with "
+           "`ReducingMiddleware`")
 
 
 async def _largest_sdk_request(with_filter: bool) -> tuple[int, int]:
@@ -359,3 +383,5 @@ async def test_reducing_session_alone_bounds_what_is_stored_not_each_request() -
     assert both <= 3000 + step
     assert alone > 1.5 * 3000
     assert alone_stored <= 3000 + step and both_stored <= 3000 + step
+    quoted("README.md", f"{alone:,} through `ReducingSession` alone, {both:,} with "
+           "`reducing_input_filter`")
