@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import cli
+from agentstate_reducer.cli import transcript as cli_transcript
 from agentstate_reducer.tokens import approximate_token_count
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
@@ -473,7 +474,7 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cli.os, "replace", broken_replace)
+    monkeypatch.setattr(cli_transcript.os, "replace", broken_replace)
     with pytest.raises(SystemExit) as exc:
         cli.main(["reduce", str(FIXTURES / "list.json"), "--out", str(out)])
     assert exc.value.code == 1

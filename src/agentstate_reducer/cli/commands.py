@@ -1,0 +1,265 @@
+"""The commands ``reduce``, ``trim`` and ``count``, each returning its exit status."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..config import ReducerConfig
+from ..errors import ConfigError
+from ..read import (
+    HUMAN,
+    read_message,
+)
+from ..reducer import MessageReducer, repair_dangling_calls
+from ..tokens import TokenCounter, resolve_token_counter
+from ..trim import trim_selection
+from ..validate import validate_history
+from .explain import (
+    _explain,
+    _explain_trim,
+    _Planned,
+    _plural,
+    _preview,
+    _table,
+)
+from .transcript import (
+    Transcript,
+    _emit,
+    load,
+)
+
+#: The columns of ``count``: the heuristic, then each exact encoding.
+_COUNTERS = ("approximate", "o200k_base", "cl100k_base")
+#: ``--max-messages`` when not given: ReducerConfig's default.
+_MAX_MESSAGES = 20
+
+
+class _UsageError(Exception):
+    """The options are inconsistent (exit status 2)."""
+
+
+#: Exit status when the output breaks the provider's rules.
+_INVALID_OUTPUT = 3
+
+
+def _counter(name: str) -> TokenCounter:
+    try:
+        return resolve_token_counter(name)
+    except (ImportError, ConfigError) as exc:
+        raise _UsageError(f"--counter {name!r} is not available: {exc}") from exc
+
+
+def _repaired(transcript: Transcript) -> _Planned:
+    messages, added = repair_dangling_calls(transcript.messages)
+    synthetic = {id(m) for m in added}
+    origin: list[int] = []
+    at = -1
+    for message in messages:
+        if id(message) not in synthetic:
+            at += 1
+        origin.append(at)
+    return _Planned(messages, origin, synthetic)
+
+
+def _cmd_reduce(args: argparse.Namespace) -> int:
+    _counter(args.counter)  # fail early, with the install hint, when it is missing
+    if args.max_tokens is not None and (
+        args.max_messages is not None or args.min_messages is not None
+    ):
+        given = " and ".join(
+            flag for flag, value in (("--max-messages", args.max_messages),
+                                     ("--min-messages", args.min_messages)) if value is not None
+        )
+        print(f"{args.prog}: warning: --max-tokens and {given} both given: token mode wins, "
+              f"{given} {'is' if ' and ' not in given else 'are'} ignored", file=sys.stderr)
+    max_messages = _MAX_MESSAGES if args.max_messages is None else args.max_messages
+    min_messages = max_messages // 2 if args.min_messages is None else args.min_messages
+    try:
+        config = ReducerConfig(
+            min_messages=min_messages,
+            max_messages=max_messages,
+            max_tokens=args.max_tokens,
+            target_tokens=args.target_tokens,
+            token_counter=args.counter,
+            preserve_first=args.preserve_first,
+            cascade_tool_messages=args.cascade,
+            start_on=None if args.start_on in (None, "none") else args.start_on,
+            dedupe_on_prune=False,
+        )
+    except ConfigError as exc:
+        raise _UsageError(_as_flags(str(exc))) from exc
+    transcript = load(args.file)
+    # Anthropic rejects a conversation opening with the assistant: start on a human
+    # message unless told otherwise.
+    provider = args.provider or transcript.provider
+    start_on_default = args.start_on is None and provider in ("anthropic", "gemini", "bedrock")
+    if start_on_default:
+        config = dataclasses.replace(config, start_on=HUMAN)
+    if provider == "bedrock" and transcript.messages and transcript.system is None:
+        # Converse wants strict alternation: a kept first question and the question the
+        # kept tail starts with would be two user messages in a row.
+        config = dataclasses.replace(config, preserve_first=False)
+    reducer = MessageReducer(config=config)
+    planned = (
+        _repaired(transcript)
+        if args.repair_dangling_calls
+        else _Planned(transcript.messages, list(range(len(transcript.messages))))
+    )
+    plan = reducer.plan(planned.messages)  # what reduce() does, without hooks to run
+    gone = set(plan.pruned)
+    kept = [i for i in range(len(planned.messages)) if i not in gone]
+    surviving = [planned.messages[i] for i in kept]
+    origin = [planned.origin[i] for i in kept]
+    if args.explain:
+        counts = reducer.count_tokens(planned.messages)
+        lines = _explain(
+            transcript, plan, counts, config, args.counter, start_on_default, args.all, planned
+        )
+        print("\n".join(lines))
+    return _finish(args, transcript, surviving, origin)
+
+
+def _finish(
+    args: argparse.Namespace, transcript: Transcript, kept: list[Any], origin: list[int]
+) -> int:
+    """Check the provider's rules, then write ``kept`` (unless only explaining).
+
+    Returns the exit status: 0, or 3 when ``kept`` breaks the provider's rules.
+    """
+    provider = args.provider or transcript.provider
+    before = _problems(transcript, transcript.messages, range(len(transcript.messages)), provider)
+    after = _problems(transcript, kept, origin, provider)
+    if args.explain:
+        print()
+        for what, problems in (("input", before), ("output", after)):
+            found = _plural(len(problems), "problem") if problems else "OK"
+            print(f"{provider} rules, {what}: {found}")
+            for problem, fix in problems:
+                print(f"  {problem}\n    fix: {fix}")
+    else:
+        for problem, fix in after:
+            print(f"{args.prog}: warning: the output breaks {provider} rules: {problem}; "
+                  f"fix: {fix}", file=sys.stderr)
+    if args.out is not None or not args.explain:
+        _emit(transcript, kept, origin, args.out)
+    if args.explain and args.out is not None:
+        print(f"wrote {args.out}")
+    return _INVALID_OUTPUT if after else 0
+
+
+def _problems(
+    transcript: Transcript, messages: list[Any], origin: Sequence[int], provider: str
+) -> list[tuple[str, str]]:
+    """``(problem, fix)`` per provider rule ``messages`` break, numbered as in the input."""
+    found = []
+    for problem in validate_history(messages, provider=provider):
+        where = (
+            transcript.label_of(origin[problem.index])
+            if len(origin) == len(messages)
+            else f"{problem.index} of the output"
+        )
+        found.append((f"message {where}: {problem.detail} [{problem.rule}]", problem.fix))
+    return found
+
+
+# Pieces ``--allow-partial`` may cut text into; each list joins back to the text.
+# ``line`` is trim_messages' own default.
+_SPLITTERS: dict[str, Callable[[str], list[str]] | None] = {
+    "line": None,
+    "sentence": lambda text: re.findall(r"[^.!?]*(?:[.!?]+\s*|$)", text)[:-1] or [text],
+    "word": lambda text: re.findall(r"\s*\S+|\s+$", text) or [text],
+}
+
+
+def _cmd_trim(args: argparse.Namespace) -> int:
+    counter = _counter(args.counter)
+    if args.include_system is None:
+        # trim_messages refuses include_system with "first", which keeps the start anyway.
+        args.include_system = args.strategy == "last"
+    transcript = load(args.file)
+    if args.start_on is None and (args.provider or transcript.provider) in (
+        "anthropic", "gemini", "bedrock",
+    ):
+        if args.strategy == "last":
+            args.start_on = [HUMAN]
+            args.start_on_default = True
+    elif args.start_on is not None:
+        args.start_on = [role for role in args.start_on if role != "none"] or None
+    try:
+        selection = trim_selection(
+            transcript.messages,
+            max_tokens=args.max_tokens,
+            token_counter=args.counter,
+            strategy=args.strategy,
+            allow_partial=args.allow_partial,
+            end_on=args.end_on,
+            start_on=args.start_on,
+            include_system=args.include_system,
+            text_splitter=_SPLITTERS[args.split_on],
+            keep_tool_pairs=args.keep_tool_pairs,
+        )
+    except ConfigError as exc:
+        raise _UsageError(_as_flags(str(exc))) from exc
+    kept = [m for _, m in selection.kept]
+    partial = {i: m for i, m in selection.kept if i in selection.partial}
+    status = ["trimmed"] * len(transcript.messages)
+    for i, _ in selection.kept:
+        status[i] = "partial" if i in partial else "kept"
+    if args.explain:
+        print("\n".join(_explain_trim(transcript, kept, counter, args, status, partial)))
+    origin = [i for i, result in enumerate(status) if result != "trimmed"]
+    return _finish(args, transcript, kept, origin)
+
+
+def _cmd_count(args: argparse.Namespace) -> int:
+    transcript = load(args.file)
+    names: list[str] = []
+    columns: list[list[int]] = []
+    notes: list[str] = []
+    for name in _COUNTERS:
+        try:
+            counter = _counter(name)
+        except _UsageError as exc:
+            notes.append(f"{name}: not available ({exc.__cause__})")
+            continue
+        names.append(name)
+        columns.append([int(counter(m)) for m in transcript.messages])
+    rows = []
+    for i, message in enumerate(transcript.messages):
+        rows.append([
+            transcript.label_of(i), read_message(message, i).role,
+            *(str(col[i]) for col in columns), _preview(message, i),
+        ])
+    rows.append(["", "total", *(str(sum(col)) for col in columns), ""])
+    n = len(transcript.messages)
+    right = set(range(2, 2 + len(names))) | {0}
+    lines = [
+        f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
+        "",
+        *_table(("#", "role", *names, "content"), rows, right),
+        *(["", *notes] if notes else []),
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+# The options' names in error messages of ReducerConfig and trim_messages, as flags.
+_FLAGS = re.compile(
+    r"\b(min_messages|max_messages|max_tokens|target_tokens|start_on|end_on|include_system|"
+    r"allow_partial|keep_tool_pairs|token_counter|strategy)\b"
+)
+
+
+_FLAG_NAMES = {"token_counter": "--counter"}
+
+
+def _as_flags(message: str) -> str:
+    """``message`` with option names spelled as the flags that set them."""
+    return _FLAGS.sub(
+        lambda m: _FLAG_NAMES.get(m[1], "--" + m[1].replace("_", "-")), message
+    )
