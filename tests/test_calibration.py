@@ -190,7 +190,7 @@ def test_a_fraction_of_a_chat_models_profile() -> None:
     config = ReducerConfig(max_tokens=("fraction", 0.5), model=model)
     assert config.max_tokens == 25_000
     assert config.counter == "gpt-4o-mini"  # counted as the registry says for its name
-    unknown = _ChatModel(profile={"max_input_tokens": 8_000}, model_name="llama-3")
+    unknown = _ChatModel(profile={"max_input_tokens": 8_000}, model_name="mistral-7b")
     config = ReducerConfig(max_tokens=("fraction", 0.5), model=unknown)
     assert config.max_tokens == 4_000
     assert config.counter is None
@@ -202,7 +202,7 @@ def test_a_fraction_of_a_chat_models_profile() -> None:
         ({"max_tokens": ("fraction", 0.8)}, "set model="),
         ({"max_tokens": ("fraction", 1.5), "model": "gpt-4o"}, "needs 0 < f <= 1"),
         ({"max_tokens": ("share", 0.5), "model": "gpt-4o"}, "an int, None or ('fraction', f)"),
-        ({"max_tokens": 100, "model": "llama-3"}, "not in the model registry"),
+        ({"max_tokens": 100, "model": "mistral-7b"}, "not in the model registry"),
         ({"max_tokens": ("fraction", 0.5), "model": _ChatModel()}, "model must be a model name"),
         ({"max_tokens": 100, "tools": "search"}, "tools must be a list"),
         ({"max_tokens": 100, "system_prompt": 3}, "system_prompt must be a string"),

@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from .edit import ContextEdit, EditOption, check_edits
 from .errors import ConfigError
-from .tokens import check_token_counter, model_family, resolve_budget
+from .tokens import check_token_counter, model_family, model_name, resolve_budget
 
 __all__ = (
     "DEFAULT_NAMESPACE_KEY",
@@ -102,6 +102,11 @@ class ReducerConfig:
     #: window for ``("fraction", f)`` budgets, and the counter when ``token_counter`` is
     #: ``None``.
     model: Any = None
+    #: The context window ``("fraction", f)`` budgets are a share of, in tokens: wins over
+    #: a chat model's profile and the registry, and lets a name the registry does not
+    #: know be used; ``"full"``: the model's whole window where the registry stops at a
+    #: price step (GPT-5.4 and later: 922,000 instead of 272,000).
+    context_window: int | str | None = None
     #: Tool schemas (dicts, or LangChain tools and functions) sent with every request.
     tools: Sequence[Any] = ()
     #: A system prompt sent with every request but not kept in the history.
@@ -121,14 +126,15 @@ class ReducerConfig:
     def __post_init__(self) -> None:
         self._check_model()
         for name in ("max_tokens", "target_tokens"):
-            object.__setattr__(self, name, resolve_budget(getattr(self, name), self.model, name))
+            value = resolve_budget(
+                getattr(self, name), self.model, name, window=self.context_window
+            )
+            object.__setattr__(self, name, value)
         if not isinstance(self.tools, Sequence) or isinstance(self.tools, (str, bytes)):
             raise ConfigError(f"tools must be a list of tool schemas or tools, got {self.tools!r}")
         object.__setattr__(self, "tools", tuple(self.tools))
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):
-            raise ConfigError(
-                f"system_prompt must be a string or None, got {self.system_prompt!r}"
-            )
+            raise ConfigError(f"system_prompt must be a string or None, got {self.system_prompt!r}")
         if not isinstance(self.calibrate_from_usage, bool):
             raise ConfigError(
                 f"calibrate_from_usage must be True or False, got {self.calibrate_from_usage!r}"
@@ -204,25 +210,37 @@ class ReducerConfig:
             )
 
     def _check_model(self) -> None:
-        if isinstance(self.model, str):
-            model_family(self.model)  # a ConfigError listing the families
-        elif self.model is not None and not hasattr(self.model, "profile") and not any(
-            isinstance(getattr(self.model, a, None), str) for a in ("model_name", "model")
+        window = self.context_window
+        if (
+            window is not None
+            and window != "full"
+            and (isinstance(window, bool) or not isinstance(window, int) or window <= 0)
         ):
             raise ConfigError(
-                f"model must be a model name or a chat model, got {self.model!r:.80}"
+                f"context_window must be a positive int, 'full' or None, got {window!r}"
             )
+        if isinstance(self.model, str) and not isinstance(window, int):
+            try:
+                model_family(self.model)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"{exc}; or set context_window= to use a model the registry does not know"
+                ) from None
+        elif (
+            self.model is not None
+            and not isinstance(self.model, str)
+            and not hasattr(self.model, "profile")
+            and model_name(self.model) is None
+        ):
+            raise ConfigError(f"model must be a model name or a chat model, got {self.model!r:.80}")
 
     @property
     def counter(self) -> TokenCounterLike:
         """``token_counter``, else the name of ``model`` if the registry knows it, else None."""
         if self.token_counter is not None or self.model is None:
             return self.token_counter
-        model = self.model
-        name = model if isinstance(model, str) else getattr(model, "model_name", None)
-        if not isinstance(name, str):
-            name = getattr(model, "model", None)
-        if isinstance(name, str):
+        name = model_name(self.model)
+        if name is not None:
             try:
                 model_family(name)
             except ConfigError:

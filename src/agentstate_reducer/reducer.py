@@ -407,6 +407,7 @@ class MessageReducer:
     dedupe_window: _Setting[int] = _Setting()
     start_on: _Setting[str | None] = _Setting()
     model: _Setting[Any] = _Setting()
+    context_window: _Setting[int | str | None] = _Setting()
     tools: _Setting[tuple[Any, ...]] = _Setting()
     system_prompt: _Setting[str | None] = _Setting()
     calibrate_from_usage: _Setting[bool] = _Setting()

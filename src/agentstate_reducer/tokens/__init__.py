@@ -8,8 +8,9 @@ per-message counter::
     "o200k_base"            exact counts (or ImportError naming the extra);
     "cl100k_base"           "tiktoken" is o200k_base
     a model name            through :data:`MODELS`: exact for OpenAI models, an
-                            estimator of :data:`ESTIMATORS` for Claude and Gemini;
-                            an unknown name is a ConfigError listing the families
+                            estimator of :data:`ESTIMATORS` for Claude, Gemini and
+                            open models; an unknown name is a ConfigError listing
+                            the families
     "approximate"           the character heuristic
     None                    exact o200k_base when the extra is installed, else the
                             heuristic (with one log line per process)
@@ -51,6 +52,7 @@ from .models import (
     check_token_counter,
     context_window,
     model_family,
+    model_name,
     resolve_budget,
     resolve_token_counter,
 )
@@ -78,6 +80,7 @@ __all__ = (
     "load_encoding",
     "load_o200k_base",
     "model_family",
+    "model_name",
     "read_counted",
     "request_overhead",
     "resolve_token_counter",
