@@ -117,6 +117,21 @@ def test_an_explicit_window_wins_over_the_registry_and_a_profile() -> None:
     assert ReducerConfig(context_window=10_000, max_tokens=("fraction", 0.5)).max_tokens == 5_000
 
 
+def test_a_langchain_chat_models_profile_is_read_before_its_name() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    class NamedChat(GenericFakeChatModel):
+        model_name: str = "claude-opus-5"  # 1,000,000 in the registry
+
+    profiled = NamedChat(messages=iter([]), profile={"max_input_tokens": 300_000})
+    assert context_window(profiled) == 300_000
+    config = ReducerConfig(model=profiled, max_tokens=("fraction", 0.5))
+    assert config.max_tokens == 150_000
+    assert config.counter == "claude-opus-5"  # the name still picks the counter
+    bare = NamedChat(messages=iter([]))
+    assert ReducerConfig(model=bare, max_tokens=("fraction", 0.5)).max_tokens == 500_000
+
+
 class _Named:
     def __init__(self, **attributes: Any) -> None:
         self.__dict__.update(attributes)
