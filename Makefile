@@ -18,11 +18,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy src
 
 test: lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 # The fast lane while developing: everything but the tests marked slow.
 check: lint typecheck
-	$(BIN)/python -m pytest -m "not slow" -x
+	$(BIN)/python -m pytest -n 2 -m "not slow" -x
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
