@@ -163,6 +163,9 @@ class _Sqlite:
 
     def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
         with self.saver.cursor() as cur:  # its lock; commits on exit
+            if self.saver.conn.isolation_level is None and not self.saver.conn.in_transaction:
+                # An autocommit connection (how SqliteStore opens one): still one transaction.
+                cur.execute("BEGIN")
             for sql, params in _sqlite(thread_id, checkpoint_ns, keep):
                 cur.execute(sql, params)
 

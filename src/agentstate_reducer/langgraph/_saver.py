@@ -24,6 +24,7 @@ from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..read import read_message
 from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 from ._retention import Retention, retention_for
+from ._shared import share_locks
 
 __all__ = ("ReducingSaver", "aapply_reducer", "apply_reducer", "memory_namespace")
 
@@ -198,6 +199,11 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     only when the inner saver implements them, so capability probes see the truth;
     other attributes (``setup``, ``conn``, ...) are read from the inner saver.
 
+    A ``SqliteSaver`` (``AsyncSqliteSaver``) sharing its connection with a
+    ``SqliteStore`` (``AsyncSqliteStore``) that a :func:`store_hook` of the reducer
+    writes to is given one lock with that store, so a store write never opens its
+    transaction inside a checkpoint's (see docs/langgraph.md).
+
     If the inner saver has a ``reducer`` attribute it reduces on its own: when that is
     ``None`` it is handed ``reducer``, and when it is ``reducer`` already, the wrapper
     passes everything through (:attr:`passthrough`).
@@ -286,6 +292,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         retention = None if keep_checkpoints is None else retention_for(inner, keep_checkpoints)
         if held is None:
             inner.reducer = reducer  # type: ignore[attr-defined]
+        share_locks(inner, reducer)
         self.inner = inner
         self.reducer = reducer
         self.messages_key = messages_key
