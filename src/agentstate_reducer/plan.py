@@ -2,7 +2,10 @@
 
 No I/O, no framework imports, no callbacks. Every pruning rule of the package lives
 here; the shell (``reducer.py``), ``trim.py`` and the CLI call it and never
-re-implement it.
+re-implement it. What a plan says (the reasons, :class:`Plan`) is in ``_plan_types``; the
+structure of tool exchanges it reads (:func:`link_calls`, :func:`response_units`,
+:func:`dangling_calls`) in ``_links``; the plan of an append to a settled history
+(:func:`settle`, :func:`plan_append`) in ``_plan_append``. All are re-exported here.
 
 Turns and steps. A *turn* starts at a plain human message (one that answers no tool
 call) that follows the agent's final answer (an ai message issuing no tool call), and
@@ -37,24 +40,37 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Sequence
-from dataclasses import MISSING, dataclass, field, fields
 from itertools import compress
 from operator import and_, attrgetter, not_
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
+from ._links import Parents as Parents
+from ._links import Results as Results
+from ._links import Views as Views
+from ._links import _group, _latest_boundary, _units, dangling_calls, link_calls, response_units
 from ._note import entry_tokens, note_cap, note_tokens, shown_args
+from ._plan_append import Settled, plan_append, settle
+from ._plan_types import (
+    CASCADE,
+    COMPACTED,
+    CURRENT_TURN,
+    IN_PROGRESS,
+    NEVER_PRUNED,
+    OLD_STEP,
+    ORPHAN,
+    PINNED,
+    PRESERVED_FIRST,
+    RECENT,
+    START_ON,
+    UNDER_THRESHOLD,
+    WINDOW,
+    Plan,
+)
+from ._plan_types import SUMMARY_BLOCK as SUMMARY_BLOCK
+from ._plan_types import UNSTORED_ORIGINAL as UNSTORED_ORIGINAL
 from ._turns import Turn, _plain_human, current_turn
 from .errors import ConfigError
-from .read import (
-    AI,
-    GROUP_BOUNDARY,
-    GROUP_OUTPUT,
-    GROUP_REASONING,
-    HUMAN,
-    PRUNABLE_ROLES,
-    MessageRecord,
-    record_group,
-)
+from .read import AI, HUMAN, PRUNABLE_ROLES, MessageRecord
 
 if TYPE_CHECKING:
     from .config import ReducerConfig
@@ -84,275 +100,6 @@ __all__ = (
     "response_units",
     "settle",
 )
-
-# Reasons a message is pruned.
-WINDOW = "in window"
-CASCADE = "cascade"
-ORPHAN = "orphaned tool result"
-START_ON = "start_on"
-#: Before the latest compaction item (OpenAI Responses): the provider's summary stands for it.
-COMPACTED = "compacted"
-#: An ai message (or text) of one of the oldest steps of a current turn over ``max_tokens``.
-OLD_STEP = "old step"
-# Reasons a message is kept (CURRENT_TURN and NEVER_PRUNED also name why a plan is
-# over its target, in Plan.over_because; START_ON too, when the cut moved back).
-PRESERVED_FIRST = "preserved first"
-RECENT = "recent tail"
-NEVER_PRUNED = "never-pruned role"
-CURRENT_TURN = "current turn"
-#: Why survivors are over ``max_tokens`` when the injected summary block put them there.
-SUMMARY_BLOCK = "summary block"
-#: Why survivors are over ``max_tokens`` when an edit waits for its original to be stored.
-UNSTORED_ORIGINAL = "original not stored yet"
-#: The former name of :data:`CURRENT_TURN` (the rule grew from one exchange to the turn).
-IN_PROGRESS = CURRENT_TURN
-PINNED = "pinned"
-UNDER_THRESHOLD = "under threshold"
-
-
-_group = record_group
-
-
-def _joins(before: MessageRecord, after: MessageRecord) -> bool:
-    """Whether ``after`` continues the model response ``before`` is part of."""
-    if after.role != AI or before.role != AI:
-        return False
-    return before.group == GROUP_REASONING or after.group in (GROUP_OUTPUT, GROUP_REASONING)
-
-
-def response_units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
-    """The model responses spanning several messages, as ``(begin, end)`` index ranges.
-
-    A run of consecutive ai items with a Responses output item among them (a
-    ``reasoning`` item and the ``message`` / ``function_call`` items after it, parallel
-    calls) is one response: the reducer prunes or keeps it whole. Chat shapes, where
-    one message is one response, have none (checked without a Python-level loop).
-    """
-    return _units(views) if any(map(_group, views)) else ()
-
-
-def _units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
-    out = []
-    n = len(views)
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and _joins(views[j], views[j + 1]):
-            j += 1
-        if j > i:
-            out.append((i, j + 1))
-        i = j + 1
-    return tuple(out)
-
-
-def _boundary(views: Sequence[MessageRecord]) -> int | None:
-    """Index of the latest compaction item, or ``None``."""
-    return _latest_boundary(views) if any(map(_group, views)) else None
-
-
-def _latest_boundary(views: Sequence[MessageRecord]) -> int | None:
-    return next(
-        (i for i in range(len(views) - 1, -1, -1) if views[i].group == GROUP_BOUNDARY), None
-    )
-
-
-def dangling_calls(views: Sequence[MessageRecord]) -> tuple[tuple[int, tuple[str, ...]], ...]:
-    """Dead tool calls: ``(ai index, call ids)`` with no result, followed by a later message.
-
-    A call is dead when no message answers it and a plain human or an ai message comes
-    after its issuer. Calls of the latest ai message followed by nothing or only by
-    results are pending (the tools may still run, or an interrupt may be resumed) and
-    are never listed.
-    """
-    last_turn = max(
-        (i for i, v in enumerate(views) if v.role == AI or _plain_human(v)), default=-1
-    )
-    for begin, end in response_units(views):
-        if begin <= last_turn < end:  # parallel calls of the latest response are pending
-            last_turn = begin
-    answered: set[tuple[int, str]] = set()
-    issuer: dict[str, int] = {}
-    for j, view in enumerate(views):
-        for answer in view.answers:
-            owner = issuer.get(answer)
-            if owner is not None:
-                answered.add((owner, answer))
-        for call in view.calls:
-            issuer[call] = j
-    dead = []
-    for k in range(min(last_turn, len(views))):
-        view = views[k]
-        if view.role == AI and view.calls:
-            missing = tuple(c for c in view.calls if (k, c) not in answered and issuer[c] == k)
-            if missing:
-                dead.append((k, missing))
-    return tuple(dead)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The outcome of planning one reduce: pruned indices and the reason for each."""
-
-    #: Number of messages planned over.
-    size: int
-    #: Pruned indices, ascending.
-    pruned: tuple[int, ...]
-    #: ``index -> (reason, related index or None)`` for every pruned index; for
-    #: ``CASCADE`` the related index is the ai message whose call it answered.
-    why: dict[int, tuple[str, int | None]] = field(default_factory=dict)
-    #: Whether the threshold was exceeded (pruning may still remove nothing).
-    triggered: bool = False
-    #: First index the window may touch (1 with ``preserve_first``, else 0).
-    start: int = 0
-    #: End of the window: messages at or after it form the recent tail.
-    cut: int = 0
-    #: Total tokens before pruning (token mode), else ``None``. Also ``None`` when the
-    #: counts were lazy (not a list or tuple) and the plan stopped counting once the
-    #: sum from the end passed ``max_tokens``: messages that cannot survive are never
-    #: counted, so only the survivors' total (``kept_tokens``) is known.
-    total_tokens: int | None = None
-    #: Total tokens of the survivors (token mode), else ``None``.
-    kept_tokens: int | None = None
-    #: Indices kept by the turn rule whatever the window says (the current turn's
-    #: opener and its steps), ascending; empty when the rule did not apply.
-    protected: tuple[int, ...] = ()
-    #: Pinned indices (with the rest of their tool exchanges), never pruned.
-    pinned: tuple[int, ...] = ()
-    #: The current turn (see :func:`current_turn`), found on every plan.
-    turn: Turn = field(default_factory=lambda: Turn(None, 0))
-    #: How many of the current turn's oldest steps were pruned (token mode only).
-    dropped_steps: int = 0
-    #: Tokens of the turn note standing for the dropped steps (``turn_ladder``), counted
-    #: in ``kept_tokens``; 0 when no note is due.
-    note_tokens: int = 0
-    #: The turn note the edit step wrote for the dropped steps (``turn_ladder``), as
-    #: :func:`~agentstate_reducer.edit.turn_note` returns it, or ``None``.
-    note: tuple[int, Any, bool] | None = field(default=None, compare=False, repr=False)
-    #: Whether the survivors exceed the target: ``target_tokens`` in token mode,
-    #: ``max_messages`` in count mode (only after a triggered prune).
-    over_target: bool = False
-    #: Whether the survivors exceed the budget: ``max_tokens`` or ``max_messages``.
-    over_budget: bool = False
-    #: Why the survivors exceed the target: :data:`CURRENT_TURN` (the turn rule kept
-    #: messages the window would have pruned), :data:`NEVER_PRUNED` (what may never be
-    #: pruned exceeds the target alone), :data:`START_ON` (the cut moved back to a
-    #: human message).
-    over_because: tuple[str, ...] = ()
-
-    @property
-    def insert_at(self) -> int:
-        """Where a summary block goes in the surviving list: where the pruned block was."""
-        return self.pruned[0] if self.pruned else self.start
-
-    @property
-    def kept(self) -> int:
-        """Number of surviving messages."""
-        return self.size - len(self.pruned)
-
-    def counts_by_reason(self) -> dict[str, int]:
-        """How many messages were pruned for each reason."""
-        out: dict[str, int] = {}
-        for reason, _ in self.why.values():
-            out[reason] = out.get(reason, 0) + 1
-        return out
-
-    def reason(self, index: int) -> tuple[str, int | None]:
-        """Why ``index`` was pruned or kept, as ``(reason, related index or None)``."""
-        if index in self.why:
-            return self.why[index]
-        if index < self.start:
-            return (PRESERVED_FIRST, None)
-        if index in self.pinned:
-            return (PINNED, None)
-        if index in self.protected:
-            return (CURRENT_TURN, None)
-        if not self.triggered:
-            return (UNDER_THRESHOLD, None)
-        if index >= self.cut:
-            return (RECENT, None)
-        return (NEVER_PRUNED, None)
-
-
-class Views(Protocol):
-    """What :func:`link_calls` reads: a list of views, or an object reading them lazily."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: int, /) -> MessageRecord: ...
-
-
-#: Per message, the index of the latest earlier issuer of each call it answers
-#: (``None`` for a call never issued before it), or ``None`` when it answers none.
-Parents = list[tuple[int | None, ...] | None]
-#: Per issuer, ``(answering index, call id)`` of the results of its calls.
-Results = dict[int, list[tuple[int, str]]]
-
-
-def link_calls(
-    views: Views, start: int = 0, stop: int | None = None, *, results: bool = False
-) -> tuple[Parents, Results]:
-    """Link tool results to their calls: the one linker the plan and ``trim`` share.
-
-    Reads the run ``[start, stop)`` (default: every message). ``parents[j]`` is set for
-    each ``j`` in the run that answers calls: the latest issuer before ``j`` of each of
-    its ``answers``, looked up before ``start`` too. With ``results``, ``results[i]``
-    lists ``(j, id)`` answering calls of each issuer ``i`` in the run, scanning on past
-    ``stop`` until each call is answered or issued again; else it is empty. Only the
-    run and what those scans reach is read, so ``views`` may read lazily.
-    """
-    n = len(views)
-    stop = n if stop is None else stop
-    issued: dict[str, int] = {}
-    parents: Parents = [None] * n
-    found: Results = {}
-    unresolved: dict[str, list[int]] = {}
-    if not start and not results:  # the plan's case: one pass, nothing else to record
-        for j in range(stop):
-            view = views[j]
-            if view.answers:
-                parents[j] = tuple(map(issued.get, view.answers))
-            for call in view.calls:
-                issued[call] = j
-        return parents, found
-    get = issued.get
-    for j in range(start, stop):
-        view = views[j]
-        answers = view.answers
-        if answers:
-            links = parents[j] = tuple(map(get, answers))
-            for call, p in zip(answers, links, strict=True):
-                if p is None:
-                    unresolved.setdefault(call, []).append(j)
-                elif results:
-                    found.setdefault(p, []).append((j, call))
-        for call in view.calls:
-            issued[call] = j
-    i = start - 1
-    while unresolved and i >= 0:
-        for call in views[i].calls:
-            for j in unresolved.pop(call, ()):
-                view = views[j]
-                parents[j] = tuple(
-                    i if a == call else p
-                    for a, p in zip(view.answers, parents[j] or (), strict=True)
-                )
-        i -= 1
-    if results:
-        pending = {  # calls issued in the run and not answered in it
-            call: p
-            for call, p in issued.items()
-            if not any(c == call for _, c in found.get(p, ()))
-        }
-        j = stop
-        while pending and j < n:
-            view = views[j]
-            for call in view.answers:
-                p = pending.pop(call, None)
-                if p is not None:
-                    found.setdefault(p, []).append((j, call))
-            for call in view.calls:
-                pending.pop(call, None)
-            j += 1
-    return parents, found
 
 
 def _pin_closure(
@@ -913,157 +660,3 @@ def _over_because(
     return because
 
 
-# -- appending to a settled history ------------------------------------------------------
-#
-# A LangGraph state update reduces the history it returned last time plus a few new
-# messages. When that history is *settled* (planning it prunes nothing), planning it plus
-# the new messages prunes nothing too unless the threshold is crossed or a new message
-# answers a call nobody issued: the window only acts over the threshold, the cascade and
-# start_on only act on pruned or orphaned messages. So the append costs the new
-# messages only; anything else gets the full plan.
-
-#: The options whose every value the rule above covers; a config that sets any other
-#: option away from its default always gets the full plan.
-_APPEND_FIELDS = frozenset(
-    {
-        "min_messages",
-        "max_messages",
-        "max_tokens",
-        "target_tokens",
-        "token_counter",
-        "preserve_first",
-        "cascade_tool_messages",
-        "summarize_fn",
-        "inject_summary",
-        "summary_message_factory",
-        "on_prune",
-        "namespace_key",
-        "pin",  # pins act only over the threshold
-        "dedupe_on_prune",
-        "dedupe_window",
-        "start_on",
-        "context_edits",  # the reducer appends only when editing would change nothing
-        "turn_ladder",  # acts only over max_tokens
-    }
-)
-
-
-@dataclass(frozen=True)
-class Settled:
-    """A history that planning leaves whole, as much of it as an append needs."""
-
-    #: Number of messages.
-    size: int
-    #: Total tokens (token mode), else ``None``.
-    tokens: int | None
-    #: ``call id -> (index, issuing message)``; an entry counts only while the history
-    #: still holds that message at that index (the dict is shared along a chain of
-    #: appends, so it may hold entries of another branch).
-    issued: dict[str, tuple[int, object]]
-
-
-def _appendable(config: ReducerConfig) -> bool:
-    for f in fields(config):
-        if f.name not in _APPEND_FIELDS and getattr(config, f.name) != _default(f):
-            return False
-    return True
-
-
-def _default(f: Any) -> object:
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return MISSING
-
-
-def _over(config: ReducerConfig, size: int, tokens: int | None) -> bool:
-    if config.max_tokens is not None:
-        return tokens is None or tokens > config.max_tokens
-    return config.max_messages is not None and size > config.max_messages
-
-
-def settle(
-    views: Sequence[MessageRecord],
-    messages: Sequence[object],
-    config: ReducerConfig,
-    counts: Sequence[int] | None = None,
-) -> Settled | None:
-    """The :class:`Settled` state of a history that :func:`make_plan` would leave whole.
-
-    ``None`` when planning it could prune something (over the threshold, an orphaned
-    tool result) or when the config has an option the append rule does not cover.
-    One pass over the history.
-    """
-    if not _appendable(config):
-        return None
-    tokens = sum(counts) if config.max_tokens is not None and counts is not None else None
-    if _over(config, len(views), tokens):
-        return None
-    found = _boundary(views)
-    if found is not None and found > (1 if config.preserve_first else 0):
-        return None  # planning prunes what the compaction item stands for
-    issued: dict[str, tuple[int, object]] = {}
-    check = config.cascade_tool_messages
-    for i, view in enumerate(views):
-        if check and view.answers and not all(a in issued for a in view.answers):
-            return None  # an orphan: the cascade would prune it
-        for call in view.calls:
-            issued[call] = (i, messages[i])
-    return Settled(len(views), tokens, issued)
-
-
-def plan_append(
-    settled: Settled,
-    history: Sequence[object],
-    new_views: Sequence[MessageRecord],
-    config: ReducerConfig,
-    new_counts: Sequence[int] | None = None,
-) -> tuple[Plan, Settled] | None:
-    """Plan ``history + new`` for a settled ``history`` (``history[i]`` for ``i < size``).
-
-    ``history`` holds the settled messages followed by the new ones. Returns the plan
-    (nothing pruned) and the settled state of the whole, or ``None`` when only
-    :func:`make_plan` can decide. Work proportional to the new messages.
-    """
-    size = settled.size + len(new_views)
-    tokens = None
-    if config.max_tokens is not None:
-        if new_counts is None or settled.tokens is None:
-            return None
-        tokens = settled.tokens + sum(new_counts)
-    if _over(config, size, tokens):
-        return None
-    if _boundary(new_views) is not None:
-        return None  # a new compaction item: what it stands for goes
-    issued = settled.issued
-    check = config.cascade_tool_messages
-    for k, view in enumerate(new_views):
-        i = settled.size + k
-        if check and view.answers:
-            for call in view.answers:
-                found = issued.get(call)
-                if found is None or found[0] >= i or history[found[0]] is not found[1]:
-                    return None  # answers no call this history issued: the full plan decides
-        for call in view.calls:
-            issued[call] = (i, history[i])
-    start = 1 if config.preserve_first and size else 0
-    # Built without the frozen __init__ (a setattr per field): this is the whole cost of
-    # planning an append but the new messages.
-    plan = object.__new__(Plan)
-    plan.__dict__.update(
-        _APPENDED,
-        size=size,
-        pruned=(),
-        why={},
-        start=start,
-        cut=start,
-        total_tokens=tokens,
-        kept_tokens=tokens,
-    )
-    return plan, Settled(size, tokens, issued)
-
-
-#: Every field of a plan that prunes nothing, at its default (``size``, ``pruned`` and
-#: ``why`` are set per plan).
-_APPENDED = {f.name: _default(f) for f in fields(Plan)}

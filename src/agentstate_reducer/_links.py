@@ -1,0 +1,171 @@
+"""The structure of tool exchanges, read from the records: multi-item model responses, the
+latest compaction item, dead calls, and :func:`link_calls`, the one linker of results to
+their calls that the plan, ``trim`` and ``validate`` share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ._turns import _plain_human
+from .read import AI, GROUP_BOUNDARY, GROUP_OUTPUT, GROUP_REASONING, MessageRecord, record_group
+
+_group = record_group
+
+
+def _joins(before: MessageRecord, after: MessageRecord) -> bool:
+    """Whether ``after`` continues the model response ``before`` is part of."""
+    if after.role != AI or before.role != AI:
+        return False
+    return before.group == GROUP_REASONING or after.group in (GROUP_OUTPUT, GROUP_REASONING)
+
+
+def response_units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
+    """The model responses spanning several messages, as ``(begin, end)`` index ranges.
+
+    A run of consecutive ai items with a Responses output item among them (a
+    ``reasoning`` item and the ``message`` / ``function_call`` items after it, parallel
+    calls) is one response: the reducer prunes or keeps it whole. Chat shapes, where
+    one message is one response, have none (checked without a Python-level loop).
+    """
+    return _units(views) if any(map(_group, views)) else ()
+
+
+def _units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
+    out = []
+    n = len(views)
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and _joins(views[j], views[j + 1]):
+            j += 1
+        if j > i:
+            out.append((i, j + 1))
+        i = j + 1
+    return tuple(out)
+
+
+def _boundary(views: Sequence[MessageRecord]) -> int | None:
+    """Index of the latest compaction item, or ``None``."""
+    return _latest_boundary(views) if any(map(_group, views)) else None
+
+
+def _latest_boundary(views: Sequence[MessageRecord]) -> int | None:
+    return next(
+        (i for i in range(len(views) - 1, -1, -1) if views[i].group == GROUP_BOUNDARY), None
+    )
+
+
+def dangling_calls(views: Sequence[MessageRecord]) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Dead tool calls: ``(ai index, call ids)`` with no result, followed by a later message.
+
+    A call is dead when no message answers it and a plain human or an ai message comes
+    after its issuer. Calls of the latest ai message followed by nothing or only by
+    results are pending (the tools may still run, or an interrupt may be resumed) and
+    are never listed.
+    """
+    last_turn = max(
+        (i for i, v in enumerate(views) if v.role == AI or _plain_human(v)), default=-1
+    )
+    for begin, end in response_units(views):
+        if begin <= last_turn < end:  # parallel calls of the latest response are pending
+            last_turn = begin
+    answered: set[tuple[int, str]] = set()
+    issuer: dict[str, int] = {}
+    for j, view in enumerate(views):
+        for answer in view.answers:
+            owner = issuer.get(answer)
+            if owner is not None:
+                answered.add((owner, answer))
+        for call in view.calls:
+            issuer[call] = j
+    dead = []
+    for k in range(min(last_turn, len(views))):
+        view = views[k]
+        if view.role == AI and view.calls:
+            missing = tuple(c for c in view.calls if (k, c) not in answered and issuer[c] == k)
+            if missing:
+                dead.append((k, missing))
+    return tuple(dead)
+
+
+class Views(Protocol):
+    """What :func:`link_calls` reads: a list of views, or an object reading them lazily."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> MessageRecord: ...
+
+
+#: Per message, the index of the latest earlier issuer of each call it answers
+#: (``None`` for a call never issued before it), or ``None`` when it answers none.
+Parents = list[tuple[int | None, ...] | None]
+#: Per issuer, ``(answering index, call id)`` of the results of its calls.
+Results = dict[int, list[tuple[int, str]]]
+
+
+def link_calls(
+    views: Views, start: int = 0, stop: int | None = None, *, results: bool = False
+) -> tuple[Parents, Results]:
+    """Link tool results to their calls: the one linker the plan and ``trim`` share.
+
+    Reads the run ``[start, stop)`` (default: every message). ``parents[j]`` is set for
+    each ``j`` in the run that answers calls: the latest issuer before ``j`` of each of
+    its ``answers``, looked up before ``start`` too. With ``results``, ``results[i]``
+    lists ``(j, id)`` answering calls of each issuer ``i`` in the run, scanning on past
+    ``stop`` until each call is answered or issued again; else it is empty. Only the
+    run and what those scans reach is read, so ``views`` may read lazily.
+    """
+    n = len(views)
+    stop = n if stop is None else stop
+    issued: dict[str, int] = {}
+    parents: Parents = [None] * n
+    found: Results = {}
+    unresolved: dict[str, list[int]] = {}
+    if not start and not results:  # the plan's case: one pass, nothing else to record
+        for j in range(stop):
+            view = views[j]
+            if view.answers:
+                parents[j] = tuple(map(issued.get, view.answers))
+            for call in view.calls:
+                issued[call] = j
+        return parents, found
+    get = issued.get
+    for j in range(start, stop):
+        view = views[j]
+        answers = view.answers
+        if answers:
+            links = parents[j] = tuple(map(get, answers))
+            for call, p in zip(answers, links, strict=True):
+                if p is None:
+                    unresolved.setdefault(call, []).append(j)
+                elif results:
+                    found.setdefault(p, []).append((j, call))
+        for call in view.calls:
+            issued[call] = j
+    i = start - 1
+    while unresolved and i >= 0:
+        for call in views[i].calls:
+            for j in unresolved.pop(call, ()):
+                view = views[j]
+                parents[j] = tuple(
+                    i if a == call else p
+                    for a, p in zip(view.answers, parents[j] or (), strict=True)
+                )
+        i -= 1
+    if results:
+        pending = {  # calls issued in the run and not answered in it
+            call: p
+            for call, p in issued.items()
+            if not any(c == call for _, c in found.get(p, ()))
+        }
+        j = stop
+        while pending and j < n:
+            view = views[j]
+            for call in view.answers:
+                p = pending.pop(call, None)
+                if p is not None:
+                    found.setdefault(p, []).append((j, call))
+            for call in view.calls:
+                pending.pop(call, None)
+            j += 1
+    return parents, found
