@@ -66,7 +66,7 @@ def _is_reader(path: Path) -> bool:
 ALLOWED: dict[tuple[str, str, str], str] = {
     # context editing's note on a copy (read back by messages.package_note), the package's
     # own metadata: "call_id" names the edited call there, not a Responses item's link
-    ("edit.py", "original", "call_id"): "the package's edit note",
+    ("_edits.py", "original", "call_id"): "the package's edit note",
     # LangGraph's agent state holds the conversation under "messages": a state key
     ("langgraph/_middleware.py", "before_model", "messages"): "LangGraph state key",
     ("langgraph/_middleware.py", "abefore_model", "messages"): "LangGraph state key",
