@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,13 +21,14 @@ from ..tokens import TokenCounter, resolve_token_counter
 from ..trim import trim_selection
 from ..validate import validate_history
 from .explain import (
+    _clip,
     _explain,
     _explain_trim,
     _Planned,
     _plural,
     _preview,
-    _table,
 )
+from .progress import Status
 from .transcript import (
     Transcript,
     _emit,
@@ -93,7 +95,8 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise _UsageError(_as_flags(str(exc))) from exc
-    transcript = load(args.file)
+    status: Status = args.status
+    transcript = load(args.file, status)
     # Anthropic rejects a conversation opening with the assistant: start on a human
     # message unless told otherwise.
     provider = args.provider or transcript.provider
@@ -110,16 +113,19 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
         if args.repair_dangling_calls
         else _Planned(transcript.messages, list(range(len(transcript.messages))))
     )
+    status.say(f"planning {len(planned.messages):,} messages")
     plan = reducer.plan(planned.messages)  # what reduce() does, without hooks to run
     gone = set(plan.pruned)
     kept = [i for i in range(len(planned.messages)) if i not in gone]
     surviving = [planned.messages[i] for i in kept]
     origin = [planned.origin[i] for i in kept]
     if args.explain:
+        status.say(f"counting {len(planned.messages):,} messages")
         counts = reducer.count_tokens(planned.messages)
         lines = _explain(
             transcript, plan, counts, config, args.counter, start_on_default, args.all, planned
         )
+        status.clear()
         print("\n".join(lines))
     return _finish(args, transcript, surviving, origin)
 
@@ -132,8 +138,11 @@ def _finish(
     Returns the exit status: 0, or 3 when ``kept`` breaks the provider's rules.
     """
     provider = args.provider or transcript.provider
+    status: Status = args.status
+    status.say(f"checking the {provider} rules")
     before = _problems(transcript, transcript.messages, range(len(transcript.messages)), provider)
     after = _problems(transcript, kept, origin, provider)
+    status.clear()
     if args.explain:
         print()
         for what, problems in (("input", before), ("output", after)):
@@ -146,7 +155,10 @@ def _finish(
             print(f"{args.prog}: warning: the output breaks {provider} rules: {problem}; "
                   f"fix: {fix}", file=sys.stderr)
     if args.out is not None or not args.explain:
+        if args.out is not None:
+            status.say(f"writing {args.out}")
         _emit(transcript, kept, origin, args.out)
+        status.clear()
     if args.explain and args.out is not None:
         print(f"wrote {args.out}")
     return _INVALID_OUTPUT if after else 0
@@ -181,7 +193,8 @@ def _cmd_trim(args: argparse.Namespace) -> int:
     if args.include_system is None:
         # trim_messages refuses include_system with "first", which keeps the start anyway.
         args.include_system = args.strategy == "last"
-    transcript = load(args.file)
+    status: Status = args.status
+    transcript = load(args.file, status)
     if args.start_on is None and (args.provider or transcript.provider) in (
         "anthropic", "gemini", "bedrock",
     ):
@@ -190,6 +203,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
             args.start_on_default = True
     elif args.start_on is not None:
         args.start_on = [role for role in args.start_on if role != "none"] or None
+    status.say(f"trimming {len(transcript.messages):,} messages")
     try:
         selection = trim_selection(
             transcript.messages,
@@ -207,45 +221,74 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         raise _UsageError(_as_flags(str(exc))) from exc
     kept = [m for _, m in selection.kept]
     partial = {i: m for i, m in selection.kept if i in selection.partial}
-    status = ["trimmed"] * len(transcript.messages)
+    results = ["trimmed"] * len(transcript.messages)
     for i, _ in selection.kept:
-        status[i] = "partial" if i in partial else "kept"
+        results[i] = "partial" if i in partial else "kept"
     if args.explain:
-        print("\n".join(_explain_trim(transcript, kept, counter, args, status, partial)))
-    origin = [i for i, result in enumerate(status) if result != "trimmed"]
+        lines = _explain_trim(transcript, kept, counter, args, results, partial)
+        args.status.clear()
+        print("\n".join(lines))
+    origin = [i for i, result in enumerate(results) if result != "trimmed"]
     return _finish(args, transcript, kept, origin)
 
 
 def _cmd_count(args: argparse.Namespace) -> int:
-    transcript = load(args.file)
+    """Print a row per message as soon as it is counted (the table's widths are known
+    before the first count: the counts' columns are as wide as their names)."""
+    status: Status = args.status
+    transcript = load(args.file, status)
     names: list[str] = []
-    columns: list[list[int]] = []
+    counters: list[TokenCounter] = []
     notes: list[str] = []
     for name in _COUNTERS:
         try:
-            counter = _counter(name)
+            counters.append(_counter(name))
         except _UsageError as exc:
             notes.append(f"{name}: not available ({exc.__cause__})")
             continue
         names.append(name)
-        columns.append([int(counter(m)) for m in transcript.messages])
-    rows = []
-    for i, message in enumerate(transcript.messages):
-        rows.append([
-            transcript.label_of(i), read_message(message, i).role,
-            *(str(col[i]) for col in columns), _preview(message, i),
-        ])
-    rows.append(["", "total", *(str(sum(col)) for col in columns), ""])
-    n = len(transcript.messages)
-    right = set(range(2, 2 + len(names))) | {0}
-    lines = [
-        f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
-        "",
-        *_table(("#", "role", *names, "content"), rows, right),
-        *(["", *notes] if notes else []),
+    messages = transcript.messages
+    n = len(messages)
+    roles = [read_message(message, i).role for i, message in enumerate(messages)]
+    labels = [transcript.label_of(i) for i in range(n)]
+    widths = [
+        max([1, *map(len, labels)]),
+        max([len("role"), len("total"), *map(len, roles)]),
+        *map(len, names),
     ]
-    print("\n".join(lines))
+    right = set(range(2, 2 + len(names))) | {0}
+    room = max(shutil.get_terminal_size((100, 24)).columns - sum(widths) - 2 * len(widths) - 1,
+               20)
+
+    def line(cells: Sequence[str], content: str) -> str:
+        aligned = [c.rjust(w) if k in right else c.ljust(w)
+                   for k, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join([*aligned, _clip(content, room)]).rstrip()
+
+    # On a terminal the rows are the progress; else the status counts on standard error.
+    counting = not _is_terminal(sys.stdout)
+    status.clear()
+    print(f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}")
+    print()
+    print(line(("#", "role", *names), "content"))
+    totals = [0] * len(counters)
+    for i, message in enumerate(messages):
+        counts = [int(counter(message)) for counter in counters]
+        totals = [t + c for t, c in zip(totals, counts, strict=True)]
+        if counting:
+            status.tick(i + 1, n, "counted")
+        print(line((labels[i], roles[i], *map(str, counts)), _preview(message, i)))
+    print(line(("", "total", *map(str, totals)), ""))
+    if notes:
+        print("\n" + "\n".join(notes))
     return 0
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 # The options' names in error messages of ReducerConfig and trim_messages, as flags.

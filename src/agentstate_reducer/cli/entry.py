@@ -32,6 +32,7 @@ from .explain import (
     _HEAD,
     _TAIL,
 )
+from .progress import Status
 from .transcript import (
     _InputError,
 )
@@ -212,9 +213,13 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = _parser(prog)
     args = parser.parse_args(argv)
     name = args.prog = parser.prog
+    status = args.status = Status(name)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
-        return run(args)
+        try:
+            return run(args)
+        finally:
+            status.clear()  # before an error message, on the same terminal
     except _UsageError as exc:
         parser.exit(2, f"{name}: error: {exc}\n")
     except _InputError as exc:
@@ -230,7 +235,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         )
         parser.exit(1, f"{name}: error: {why}\n")
     except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly, as other filters do.
+        # The reader went away (``| head``): it has what it wanted; stop quietly with
+        # status 0, and point stdout at devnull so the flush at exit cannot fail again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        return 0

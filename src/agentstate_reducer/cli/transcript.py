@@ -25,6 +25,7 @@ from ..read import (
     serialisation,
     write_request,
 )
+from .progress import Status
 
 _EXPECTED = (
     'expected a JSON list of messages, an object with a "messages" list (or an OpenAI '
@@ -90,7 +91,7 @@ class Transcript:
         return text
 
 
-def _read_text(path: str) -> tuple[str, str]:
+def _read_text(path: str, status: Status | None = None) -> tuple[str, str]:
     """Return ``(source name, text)`` of ``path`` (``-``: standard input)."""
     try:
         if path == "-":
@@ -98,6 +99,8 @@ def _read_text(path: str) -> tuple[str, str]:
             source = "<stdin>"
         else:
             with open(path, "rb") as f:
+                if status is not None and status.consider(size=os.fstat(f.fileno()).st_size):
+                    status.say(f"reading {path} ({os.fstat(f.fileno()).st_size / 1e6:.1f} MB)")
                 data = f.read()
             source = path
     except OSError as exc:
@@ -199,9 +202,14 @@ def _from_request(
     )
 
 
-def load(path: str) -> Transcript:
-    """Read ``path`` (``-``: standard input), detect its shape, and check every message."""
-    source, text = _read_text(path)
+def load(path: str, status: Status | None = None) -> Transcript:
+    """Read ``path`` (``-``: standard input), detect its shape, and check every message.
+
+    ``status`` shows the reading of a large input on a terminal.
+    """
+    source, text = _read_text(path, status)
+    if status is not None and status.consider(size=len(text)):
+        status.say(f"parsing {source}")
     if not text.strip():
         raise _InputError(f"{source} is empty; {_EXPECTED}")
     try:
@@ -235,6 +243,8 @@ def load(path: str) -> Transcript:
                 else f"a JSON {type(document).__name__}"  # never its text: it may be content
             )
             raise _InputError(f"{source}: got {got}; {_EXPECTED}")
+    if status is not None and status.consider(messages=len(transcript.messages)):
+        status.say(f"checking {len(transcript.messages):,} messages")
     _check_roles(transcript)
     return transcript
 
