@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from .edit import ContextEdit, EditOption, check_edits
 from .errors import ConfigError
+from .reasoning import KEEP, MODEL, check_policy
 from .tokens import check_token_counter, model_family, model_name, resolve_budget
 
 __all__ = (
@@ -122,6 +123,13 @@ class ReducerConfig:
     #: one note standing for them (docs/context-editing.md). Never the turn's question,
     #: never its latest step. :func:`agent_config` turns it on.
     turn_ladder: bool = False
+    #: What reasoning the survivors carry back to ``model`` (docs/pruning.md, Reasoning):
+    #: ``"keep"`` every block as it is; ``"current-turn"`` drops the reasoning of
+    #: earlier turns; ``"model"`` drops exactly the signed blocks ``model`` cannot verify
+    #: (another model's, and on models that check the prefix those after a cut). A
+    #: signed block is never edited: kept whole or dropped whole. :func:`agent_config`
+    #: picks ``"model"``.
+    reasoning: str = KEEP
 
     def __post_init__(self) -> None:
         self._check_model()
@@ -202,6 +210,7 @@ class ReducerConfig:
         if self.start_on not in _START_ON:
             raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
         object.__setattr__(self, "context_edits", check_edits(self.context_edits))
+        check_policy(self.reasoning)
         if not isinstance(self.turn_ladder, bool):
             raise ConfigError(f"turn_ladder must be True or False, got {self.turn_ladder!r}")
         if not isinstance(self.repair_dangling_calls, bool):
@@ -315,6 +324,8 @@ class ReducerResult(Generic[MessageT]):
     turn_inputs_cleared: int = 0
     #: Oldest steps of the current turn dropped (``turn_ladder``: one note stands for them).
     turn_steps_dropped: int = 0
+    #: Surviving messages whose signed reasoning the ``reasoning`` policy dropped (whole).
+    reasoning_dropped: int = 0
 
 
 def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfig:
@@ -322,9 +333,11 @@ def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfi
 
     ``start_on="human"`` (Anthropic and Gemini want a user message first),
     ``repair_dangling_calls=True`` (a call abandoned by a new user message gets a
-    synthetic result) and ``turn_ladder=True`` (in token mode a turn over the budget
+    synthetic result), ``turn_ladder=True`` (in token mode a turn over the budget
     clears its older steps' results and inputs, then drops its oldest steps for one
-    note, rather than losing steps the agent would run again), on top of the defaults;
+    note, rather than losing steps the agent would run again) and ``reasoning="model"``
+    (a signed reasoning block goes back only to a model that can verify it), on top of
+    the defaults;
     any option may be given or overridden.
     ``provider="bedrock"`` also turns ``preserve_first`` off: Converse wants user and
     assistant messages to alternate strictly, so a kept first question followed by the
@@ -341,6 +354,7 @@ def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfi
         "start_on": "human",
         "repair_dangling_calls": True,
         "turn_ladder": True,
+        "reasoning": MODEL,
     }
     if provider == "bedrock":
         settings["preserve_first"] = False

@@ -35,12 +35,10 @@ and Bedrock's "Too many tokens, please wait"), a cap on output tokens (``max_tok
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from .plan import current_turn
-from .read import read_messages, without_reasoning
+from .reasoning import CHECKED_REASONING, strip_reasoning
 
 __all__ = (
     "CHECKED_REASONING",
@@ -59,13 +57,6 @@ __all__ = (
 OVERFLOW = "overflow"
 #: A reasoning block (thinking, thought signature, encrypted reasoning) failed its check.
 SIGNATURE = "signature"
-
-#: The reasoning a provider checks (:attr:`~agentstate_reducer.messages.ReasoningPart.kind`):
-#: every kind but DeepSeek's unsigned ``reasoning_content``, which DeepSeek wants back on
-#: each assistant message that calls tools once any carries it.
-CHECKED_REASONING = frozenset(
-    {"thinking", "redacted_thinking", "reasoning", "thought", "reasoningContent"}
-)
 
 #: Share of a refused request the retry keeps when the error states no usable size.
 DEFAULT_SHRINK = 0.75
@@ -271,27 +262,3 @@ def retry_size(
         ratio = DEFAULT_SHRINK
     ratio = min(max(ratio, _FLOOR), MARGIN)
     return max(1, min(sent - 1, int(sent * ratio)))
-
-
-def strip_reasoning(messages: Sequence[Any]) -> tuple[list[Any], int]:
-    """``messages`` without the checked reasoning of earlier turns: ``(messages, how many
-    changed)``.
-
-    Each reasoning part of :data:`CHECKED_REASONING` before the current turn
-    (:func:`~agentstate_reducer.plan.current_turn`: the last plain human message and what
-    follows) is dropped whole, and
-    a message of reasoning alone with it; the current turn, its signed blocks included,
-    is kept object for object, and so is every message without reasoning.
-
-    Raises:
-        MessageFormatError: a message cannot be read; the error names its index.
-    """
-    begin = current_turn(read_messages(list(messages))).begin
-    head: list[Any] = []
-    changed = 0
-    for i, message in enumerate(messages[:begin]):
-        copy = without_reasoning(message, i, kinds=CHECKED_REASONING)
-        changed += copy is not message
-        if copy is not None:
-            head.append(copy)
-    return head + list(messages[begin:]), changed

@@ -17,6 +17,7 @@ from itertools import compress, repeat
 from typing import Any, Generic, NamedTuple, NoReturn, Protocol, TypeVar, cast, overload
 
 from ._merge import PrunedIds, merge_messages, require
+from ._replay import needs_input, replay_survivors
 from .config import (
     MessageT,
     PinLike,
@@ -73,6 +74,7 @@ from .read import (
     synthetic_results,
     too_deep_among,
 )
+from .reasoning import KEEP
 from .summary import (
     DEFAULT_SUMMARY_TOKENS,
     Summarizer,
@@ -415,6 +417,7 @@ class MessageReducer:
     context_edits: _Setting[tuple[EditOption, ...]] = _Setting()
     repair_dangling_calls: _Setting[bool] = _Setting()
     turn_ladder: _Setting[bool] = _Setting()
+    reasoning: _Setting[str] = _Setting()
 
     def __init__(
         self,
@@ -1491,7 +1494,8 @@ class MessageReducer:
         if self._async_callable is not None:
             self._check_sync()
         step = self._start(existing, new, namespace)
-        return step if isinstance(step, ReducerResult) else _drive(step)
+        result = step if isinstance(step, ReducerResult) else _drive(step)
+        return self._replay(existing, new, result)
 
     @overload
     async def areduce(
@@ -1527,7 +1531,22 @@ class MessageReducer:
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
         step = self._start(existing, new, namespace)
-        return step if isinstance(step, ReducerResult) else await _adrive(step)
+        result = step if isinstance(step, ReducerResult) else await _adrive(step)
+        return self._replay(existing, new, result)
+
+    def _replay(self, existing: Any, new: Any, result: ReducerResult[Any]) -> ReducerResult[Any]:
+        """``result`` with the survivors the ``reasoning`` policy sends (remembered for
+        the next append, read again when next needed)."""
+        config = self.config
+        if config.reasoning == KEEP:
+            return result
+        messages = _concat(existing, new) if needs_input(config) else None
+        count = self._cache().counts if config.token_mode else None
+        replayed = replay_survivors(config, result, messages, count)
+        if replayed is None:
+            return result
+        self._remember(replayed.surviving, None, None)
+        return replayed
 
     # -- LangGraph ---------------------------------------------------------------
 

@@ -68,6 +68,7 @@ from .parts import (
     holding_block,
     message_parts,
     native_provider,
+    reasoning_model,
     reasoning_parts,
     reported_input_tokens,
 )
@@ -195,6 +196,7 @@ __all__ = (
     "reply_text",
     "is_serialisation_stub",
     "request_instructions",
+    "reasoning_model",
     "reasoning_parts",
     "summary_covers",
     "synthetic_results",

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import gemini as _gemini
+from . import pydantic_ai as _pydantic_ai
 from .bedrock import _converse
 from .chat import read_message, too_deep_among
 from .fields import _fields, _get, _payload, message_content
@@ -27,6 +28,7 @@ __all__ = (
     "holding_block",
     "message_parts",
     "native_provider",
+    "reasoning_model",
     "reasoning_parts",
 )
 
@@ -44,6 +46,31 @@ def reasoning_parts(message: object, index: int = 0) -> tuple[ReasoningPart, ...
     """
     record = read_message(message, index)
     return record.shape.reasoning(message, record)
+
+
+def reasoning_model(message: object) -> str | None:
+    """The model that produced ``message`` (and so signed its reasoning), when the shape
+    carries it, else ``None``.
+
+    LangChain's ``response_metadata`` ``model_name`` or ``model`` (on the object, or in a
+    dict serialisation), a PydanticAI ``ModelResponse``'s ``model_name``, an Anthropic
+    ``Message`` (``type: "message"``, as the SDK returns it or dumped to a dict) and its
+    ``model``. A Responses item, a Gemini content and a Converse message carry none.
+    """
+    fields = _fields(message)
+    meta = _get(fields, "response_metadata")
+    if isinstance(meta, Mapping):
+        for key in ("model_name", "model"):
+            name = meta.get(key)
+            if isinstance(name, str) and name:
+                return name
+    if _pydantic_ai.is_message(message):
+        name = getattr(message, "model_name", None)
+        return name if isinstance(name, str) and name else None
+    if _get(fields, "type") == "message":
+        name = _get(fields, "model")
+        return name if isinstance(name, str) and name else None
+    return None
 
 
 def message_parts(message: object, index: int = 0) -> MessageParts:
