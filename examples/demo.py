@@ -10,8 +10,8 @@ saw, and draws storage per turn.
 
 Run ``make demo``, or ``.venv/bin/python examples/demo.py --turns 50``. SQLite files go to
 ``--out-dir`` (default ``demo-output/``); with ``DATABASE_URL=postgresql://...`` the same
-runs on ``PostgresSaver`` and ``PostgresStore`` (and removes its threads afterwards unless
-``--keep``).
+runs on ``PostgresSaver`` and ``PostgresStore``. The SQLite files, or the PostgreSQL
+threads, are removed afterwards unless ``--keep``; the chart and the transcript stay.
 """
 
 from __future__ import annotations
@@ -222,6 +222,8 @@ class Backend:
     stored_bytes: Callable[[str], int]
     where: str
     suffix: str = ""
+    #: Files the backend writes (SQLite), removed after the run unless ``--keep``.
+    files: tuple[Path, ...] = ()
 
 
 _SQLITE_BYTES = (
@@ -279,7 +281,9 @@ def open_backend(out_dir: Path, database_url: str | None) -> Iterator[Backend]:
         def sqlite_bytes(thread_id: str) -> int:
             return int(conn.execute(_SQLITE_BYTES, (thread_id, thread_id)).fetchone()[0])
 
-        yield Backend("SQLite", saver, store, sqlite_bytes, f"{paths[0]} and {paths[1]}")
+        files = tuple(Path(f"{p}{end}") for p in paths for end in ("", "-wal", "-shm"))
+        yield Backend("SQLite", saver, store, sqlite_bytes, f"{paths[0]} and {paths[1]}",
+                      files=files)
 
 
 # -- the run ---------------------------------------------------------------------------
@@ -417,7 +421,14 @@ def run(turns: int, out_dir: Path, database_url: str | None, keep: bool = False)
                 backend.store.delete(item.namespace, item.key)
             print("The demo's threads and memories were deleted from PostgreSQL (--keep keeps "
                   "them).")
-        return 1 if problems else 0
+    if backend.files and not keep:
+        # Closed now: the checkpoints of the unreduced thread alone are over 100 MB at 200
+        # turns, which nobody wants left behind in demo-output/.
+        size = sum(f.stat().st_size for f in backend.files if f.exists())
+        for path in backend.files:
+            path.unlink(missing_ok=True)
+        print(f"The SQLite files ({_size(size)}) were deleted (--keep keeps them).")
+    return 1 if problems else 0
 
 
 def print_side_by_side(plain: Thread, reduced: Thread, retained: Thread) -> None:
@@ -500,13 +511,22 @@ def print_window(window: list[BaseMessage], head: int = 4, tail: int = 8) -> Non
 def draw_chart(
     plain: Thread, reduced: Thread, retained: Thread, path: Path, backend: str
 ) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = chart_figure(plain, reduced, retained, backend)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def chart_figure(plain: Thread, reduced: Thread, retained: Thread, backend: str) -> Any:
+    """The storage chart: bytes (log scale) and messages per turn, each line labelled."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     turns = range(1, len(plain.bytes) + 1)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=110)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), dpi=110)
     lines = [
         (plain, "#c0392b", "-", "without reducer"),
         (reduced, "#1f6fb2", "-", "with ReducingSaver"),
@@ -519,24 +539,35 @@ def draw_chart(
          lambda t: str(t.messages[-1]), "Messages in the thread's latest checkpoint"),
     ]
     for ax, unit, values_of, last_of, title in panels:
-        top = 1e-9
-        for k, (thread, color, style, label) in enumerate(lines):
+        top, bottom = 1e-9, float("inf")
+        ends: dict[str, tuple[float, str]] = {}  # one label per end value, not one per line
+        for thread, color, style, label in lines:
             values = values_of(thread)
-            top = max(top, max(values))
-            ax.plot(turns, values, color=color, lw=2, ls=style, label=label)
-            ax.annotate(last_of(thread), (turns[-1], values[-1]), textcoords="offset points",
-                        xytext=(-4, 6 + 12 * (k == 2)), ha="right", color=color)
-        ax.set_title(title)
+            top, bottom = max(top, max(values)), min(bottom, min(v for v in values if v > 0))
+            # The retention line lies on the reducer's in the messages panel (the same
+            # window): dashed and drawn last, so both stay visible.
+            ax.plot(turns, values, color=color, lw=3.2 if style == "-" else 2, ls=style,
+                    label=label, zorder=3 if style == "--" else 2)
+            ends.setdefault(last_of(thread), (values[-1], color))
+        if unit == "MB stored":
+            # Megabytes against kilobytes: only a log scale shows all three.
+            ax.set_yscale("log")
+            ax.set_ylim(bottom / 2, top * 3)
+        else:
+            ax.set_ylim(0, top * 1.15)
+        for text, (value, color) in ends.items():
+            ax.annotate(text, (turns[-1], value), textcoords="offset points", xytext=(6, 0),
+                        ha="left", va="center", color=color, fontweight="bold")
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("turn")
         ax.set_ylabel(unit)
         ax.grid(alpha=0.3)
         ax.set_xlim(1, max(turns[-1], 2))
-        ax.set_ylim(0, top * 1.1)
-        ax.legend(loc="upper left", frameon=False)
+        ax.margins(x=0)
+        ax.legend(loc="upper left", frameon=False, fontsize=9)
     fig.suptitle(f"{len(turns)} turns of a tool-calling agent: storage per turn")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    fig.tight_layout(w_pad=6)  # room right of each panel for the end labels
+    return fig
 
 
 def main(argv: Sequence[str] | None = None) -> int:

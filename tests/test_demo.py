@@ -77,7 +77,9 @@ def test_demo_on_sqlite_and_its_transcript_feeds_the_cli(tmp_path: Path) -> None
     text = run_demo(tmp_path)
     check_report(text, tmp_path)
     assert "on SQLite" in text
-    assert (tmp_path / "checkpoints.sqlite").exists()
+    # Nothing big is left behind: the databases go, the chart and the transcript stay.
+    assert re.search(r"The SQLite files \([\d.]+ [kM]B\) were deleted", text)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["storage.png", "transcript.json"]
     plain, reduced, retained = row(text, "bytes stored for the thread")
     assert plain.endswith("MB") and reduced.endswith("kB") and retained.endswith("kB")
     # The transcript it writes is what the command line reads.
@@ -114,3 +116,44 @@ def test_demo_on_postgres(tmp_path: Path) -> None:
     assert "on PostgreSQL" in text
     assert not (tmp_path / "checkpoints.sqlite").exists()
     assert "threads and memories were deleted from PostgreSQL" in text
+
+
+def test_the_chart_labels_every_line_apart_and_shows_all_three(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    import importlib.util
+
+    import matplotlib.pyplot as plt
+
+    spec = importlib.util.spec_from_file_location("demo", DEMO)
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    sys.modules["demo"] = demo  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(demo)
+        days = range(1, 201)
+        # The shape of a 200-turn run: megabytes against kilobytes, one window shared.
+        window = [20 + t % 20 for t in days]
+        plain = demo.Thread("without", None, None, {}, [int(3.6e3 * t * t) for t in days],
+                            [4 * t for t in days])
+        reduced = demo.Thread("with", None, None, {}, [55_000 * t for t in days], window)
+        retained = demo.Thread("retained", None, None, {}, [100_000] * 200, list(window))
+        sizes = [demo._size(t.bytes[-1]) for t in (plain, reduced, retained)]
+        fig = demo.chart_figure(plain, reduced, retained, "SQLite")
+    finally:
+        del sys.modules["demo"]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    left, right = fig.axes
+    assert left.get_yscale() == "log"  # else 100 kB lies on the axis under 144 MB
+    for ax in (left, right):
+        boxes = [t.get_window_extent(renderer) for t in ax.texts]
+        assert len(boxes) == len({t.get_text() for t in ax.texts})
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert not a.overlaps(b), [t.get_text() for t in ax.texts]
+        # The dashed retention line is drawn over the reducer's, not hidden under it.
+        dashed = next(line for line in ax.lines if line.get_linestyle() == "--")
+        others = [line.get_zorder() for line in ax.lines if line is not dashed]
+        assert dashed.get_zorder() > max(others)
+    assert [t.get_text() for t in left.texts] == sizes
+    plt.close(fig)
