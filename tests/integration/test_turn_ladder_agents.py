@@ -1,10 +1,21 @@
-"""Turns that outgrow the budget on their own, in real agents, with ``agent_config()``.
+"""Turns that outgrow the budget on their own, in real agents of all four integrations,
+with ``agent_config()`` (issue 22's scenarios).
 
-``create_agent`` + ``ReducingMiddleware`` and a ``StateGraph`` + ``ToolNode`` merged by
-``reducing_add_messages``, driven by :class:`~conftest.AgentModel`, which calls a step
-again whenever it cannot see its result, a placeholder of it, or the turn note naming
-it. Every request is checked for every provider; each scenario prints requests, tool
-re-runs and the largest request against the budget.
+``create_agent`` + ``ReducingMiddleware``, a ``StateGraph`` + ``ToolNode`` merged by
+``reducing_add_messages``, PydanticAI with ``ReducingCapability`` and the Agents SDK with
+``ReducingSession`` + ``reducing_input_filter`` (:class:`~turn_agents.Agent`), driven by
+one LLM-like policy (:class:`~turn_agents.Policy`) that calls a step again whenever it
+cannot see its result, a placeholder of it, or the turn note naming it:
+
+* a 20-step turn of ~5,000-token results at 3,000/2,000 tokens;
+* 120-step turns of ~1,300-token results at 3,000/2,000 and 8,000/6,000;
+* 40 turns of 3-6 steps of ~620 tokens at max_tokens 2,500 (turns up to ~3,700 tokens);
+* 8 turns of 5 steps in count mode 4/8, the user typing one more step after the second
+  (before the agent's answer): the interjection joins the turn.
+
+In all: every step runs once, no step limit is reached, every request is valid for every
+provider, holds its turn's question and stays within max_tokens plus its latest step.
+Each scenario prints requests, tool re-runs and the largest request against the budget.
 """
 
 from __future__ import annotations
@@ -13,82 +24,71 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import AgentModel, RequestCheck, ToolRuns, message_graph, turn_question
-from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
+from turn_agents import INTEGRATIONS, Agent, Policy, Requests
 
 from agentstate_reducer import MessageReducer, agent_config
-from agentstate_reducer.langgraph import ReducingMiddleware, reducing_add_messages
 
 pytestmark = pytest.mark.slow
-
-SYSTEM = "You work through the steps with the step tool."
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    approach: str  # middleware | graph
-    steps: int
-    words: int
-    most: int
-    target: int
-    turns: int = 1
+    turns: int
+    #: turn -> its steps.
+    steps: Any
+    #: step query -> its result's size in tokens (about).
+    words: Any
+    config: Any
+    #: Stop each turn after this many steps and type one more (an interjection).
+    interject: int | None = None
+
+
+def tokens(most: int, target: int | None = None) -> Any:
+    return agent_config(max_tokens=most, target_tokens=target, token_counter="approximate")
+
+
+def _c_words(query: str) -> int:
+    turn, k = (int(x) for x in query.split("."))
+    return 560 + 40 * ((turn + k) % 3)
 
 
 SCENARIOS = [
-    Scenario("middleware 20 steps of ~5,000 tokens, 3000/2000", "middleware", 20, 5000, 3000, 2000),
-    Scenario("graph 20 steps of ~5,000 tokens, 3000/2000", "graph", 20, 5000, 3000, 2000),
-    Scenario("middleware 120 steps of ~1,300 tokens, 3000/2000", "middleware", 120, 1300, 3000,
-             2000),
-    Scenario("graph 120 steps of ~1,300 tokens, 8000/6000", "graph", 120, 1300, 8000, 6000),
+    Scenario("a: 20 steps of ~5,000 tokens, 3000/2000", 1, lambda t: 20, lambda q: 5000,
+             tokens(3000, 2000)),
+    Scenario("b: 120 steps of ~1,300 tokens, 3000/2000", 1, lambda t: 120, lambda q: 1300,
+             tokens(3000, 2000)),
+    Scenario("b: 120 steps of ~1,300 tokens, 8000/6000", 1, lambda t: 120, lambda q: 1300,
+             tokens(8000, 6000)),
+    Scenario("c: 40 turns of 3-6 steps, 2500", 40, lambda t: 3 + t % 4, _c_words, tokens(2500)),
+    Scenario("d: a step typed mid-turn, 4/8", 8, lambda t: 5, lambda q: 12,
+             agent_config(min_messages=4, max_messages=8), interject=2),
 ]
 
 
-def build(s: Scenario, model: AgentModel, runs: ToolRuns, reducer: MessageReducer) -> Any:
-    tools = [runs.tool()]
-    if s.approach == "middleware":
-        return create_agent(
-            model, tools, system_prompt=SYSTEM, middleware=[ReducingMiddleware(reducer)],
-            checkpointer=InMemorySaver(),
-        )
-    return message_graph(model, reducing_add_messages(reducer), InMemorySaver(), tools)
-
-
+@pytest.mark.parametrize("integration", INTEGRATIONS)
 @pytest.mark.parametrize("s", SCENARIOS, ids=[s.name for s in SCENARIOS])
-def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(s: Scenario) -> None:
-    config = agent_config(max_tokens=s.most, target_tokens=s.target, token_counter="approximate")
-    reducer = MessageReducer(config=config)
-    runs = ToolRuns(words=s.words)
-    check = RequestCheck()
-    model = AgentModel(steps=s.steps, check=check)
-    graph = build(s, model, runs, reducer)
-    run = {"configurable": {"thread_id": "long"}, "recursion_limit": 3 * s.steps + 10}
+async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
+    s: Scenario, integration: str
+) -> None:
+    reducer = MessageReducer(config=s.config)
+    policy = Policy(steps=s.steps)
+    requests = Requests(max_tokens=s.config.max_tokens)
+    most = max(s.steps(t) for t in range(s.turns)) + (1 if s.interject else 0)
+    agent = Agent(integration, reducer, policy, requests, s.words, limit=3 * most + 10)
     for turn in range(s.turns):
-        update: list[Any] = [turn_question(turn)]
-        if turn == 0 and s.approach == "graph":
-            update.insert(0, SystemMessage(content=SYSTEM, id="system"))
-        graph.invoke({"messages": update}, run)
-    requests = [[m for m in c if not isinstance(m, SystemMessage)] for c in model.contexts]
-    step = max(
-        sum(reducer.count_tokens([c[i], c[i + 1]]))
-        for c in requests
-        for i in range(len(c) - 1)
-        if isinstance(c[i + 1], ToolMessage)
-    )
-    largest = max(sum(reducer.count_tokens(c)) for c in requests)
-    reruns = sum(runs.runs.values()) - len(runs.runs)
+        await agent.turn(turn, stop_after=s.interject)  # no step limit reached
+    needed = sum(s.steps(t) for t in range(s.turns)) + (s.turns if s.interject else 0)
+    budget = f"max_tokens {s.config.max_tokens}" if s.config.max_tokens else "count mode"
     print(
-        f"\n{s.name}: {len(requests)} requests, tool re-runs {reruns}, largest request "
-        f"{largest} tokens (max_tokens {s.most} + latest step {step}), invalid: "
-        f"{dict(check.invalid) or 0}"
+        f"\n{integration}, {s.name}: {requests.count} requests, tool re-runs {agent.reruns}, "
+        f"largest request {requests.largest} tokens, {requests.most_messages} messages "
+        f"({budget} + latest step {requests.largest_step}), over: {len(requests.over)}, "
+        f"invalid: {dict(requests.invalid) or 0}, lost question: {policy.lost_question}"
     )
-    assert reruns == 0 and len(runs.runs) == s.turns * s.steps
-    assert len(requests) == s.turns * (s.steps + 1)
-    assert model.lost_question == 0
-    assert all(
-        any(isinstance(m, HumanMessage) and m.id == "question-0" for m in c) for c in requests
-    )
-    assert largest <= s.most + step
-    assert not check.invalid, check.examples
+    assert agent.reruns == 0 and len(agent.runs) == needed
+    assert policy.lost_question == 0 and policy.wrong_turn == 0
+    assert agent.answers == [f"answer {t}: all steps done" for t in range(s.turns)]
+    assert requests.count == needed + s.turns
+    assert not requests.over, requests.over[:3]
+    assert not requests.invalid, requests.examples
