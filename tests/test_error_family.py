@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import RemoveMessage
 from langgraph.store.memory import InMemoryStore
 
 import agentstate_reducer
@@ -20,6 +21,7 @@ from agentstate_reducer import (
     Offload,
     ReducerConfig,
     ReducerError,
+    UpdateError,
     agent_config,
     check_history,
     summarize_with,
@@ -109,6 +111,14 @@ JUNK: dict[str, Callable[[], Any]] = {
         ReducingSession(Session(), reducer()).add_items(MESSAGE)  # type: ignore[arg-type]
     ),
     "reducing_add_messages reducer": lambda: reducing_add_messages(5),  # type: ignore[arg-type]
+    "reducing_add_messages format": lambda: reducing_add_messages(format="invalid"),
+    # add_messages' own refusal, in its words, inside the family.
+    "reducing_add_messages remove unknown id": lambda: reducing_add_messages(reducer())(
+        [MESSAGE], [RemoveMessage(id="nope")]
+    ),
+    "as_langgraph_reducer remove unknown id": lambda: reducer().as_langgraph_reducer()(
+        [MESSAGE], [RemoveMessage(id="nope")]
+    ),
     "ReducingMiddleware reducer": lambda: ReducingMiddleware(5),  # type: ignore[arg-type]
     "store_hook store": lambda: store_hook(5),  # type: ignore[arg-type]
     "fetch_original handle": lambda: fetch_original(InMemoryStore(), 5),  # type: ignore[arg-type]
@@ -124,6 +134,15 @@ def test_junk_raises_a_reducer_error_that_quotes_no_message(name: str) -> None:
     assert isinstance(error, ReducerError), f"{name}: {type(error).__name__}: {error}"
     assert isinstance(error, (TypeError, ValueError, RuntimeError))
     assert SECRET not in str(error)
+
+
+def test_add_messages_refusals_keep_langgraph_words() -> None:
+    # LangGraph's tests match these words (tests/peers/test_langgraph_add_messages.py).
+    merge = reducing_add_messages(reducer())
+    with pytest.raises(UpdateError, match="Attempting to delete a message with an ID that"):
+        merge([MESSAGE], [RemoveMessage(id="nope")])
+    with pytest.raises(ValueError, match="Unrecognized format="):
+        merge([], [], format="invalid")
 
 
 #: A lock's misuse (a bug in this package, never an input). The outbox's own junk

@@ -23,6 +23,7 @@ __all__ = (
     "RememberFn",
     "Summarizer",
     "UnstorableError",
+    "UpdateError",
     "agent_config",
     "check_history",
     "classify_error",
@@ -53,6 +54,7 @@ from .errors import (
     OutboxError,
     ReducerError,
     UnstorableError,
+    UpdateError,
 )
 from .hooks import Background
 from .recovery import classify_error

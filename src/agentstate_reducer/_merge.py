@@ -15,7 +15,7 @@ from functools import cache
 from types import SimpleNamespace
 from typing import Any, cast
 
-from .errors import MessageFormatError
+from .errors import MessageFormatError, ReducerError, UpdateError
 from .read import as_update, message_id, read_message
 
 __all__ = ("PrunedIds", "merge_messages", "require")
@@ -92,6 +92,8 @@ def merge_messages(
     Raises:
         MessageFormatError: LangChain cannot make a message of an item; the error names
             its index in ``left + right`` (and in its side), never its content.
+        UpdateError: ``add_messages`` refused the update (a removal of an id neither
+            side holds), in its own words.
     """
     before = _as_update(left)
     existing = _converted(before, "left", 0)
@@ -101,7 +103,12 @@ def merge_messages(
     )
     # The wrapper LangGraph puts around add_messages hides its format= option from mypy.
     merge = cast(Callable[..., list[Any]], _framework().add_messages)
-    return merge(existing, update, format=format)
+    try:
+        return merge(existing, update, format=format)
+    except ReducerError:
+        raise
+    except ValueError as exc:  # its words name the id, never a message's content
+        raise UpdateError(str(exc)) from exc
 
 
 def _converted(items: list[Any], side: str, offset: int) -> list[Any]:

@@ -8,6 +8,7 @@
     │   ├── UnstorableError(OutboxError, MessageFormatError)  a message or namespace it
     │   │                                                      cannot store losslessly
     │   └── JobDecodeError(OutboxError, ValueError)  a stored job cannot be rebuilt
+    ├── UpdateError(ReducerError, ValueError)      a state update cannot be applied
     └── InvalidHistoryError(ReducerError, ValueError)  check_history found problems
                                                        (defined in validate.py)
 
@@ -24,6 +25,7 @@ __all__ = (
     "OutboxError",
     "ReducerError",
     "UnstorableError",
+    "UpdateError",
 )
 
 
@@ -41,6 +43,11 @@ class ConfigTypeError(ConfigError, TypeError):
 
 class MessageFormatError(ReducerError, TypeError):
     """A message cannot be read; the message names its index."""
+
+
+class UpdateError(ReducerError, ValueError):
+    """A state update cannot be applied: LangGraph's ``add_messages`` refused it (a
+    ``RemoveMessage`` for an id the list does not hold); its words are kept."""
 
 
 class OutboxError(ReducerError, RuntimeError):

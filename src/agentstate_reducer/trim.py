@@ -395,10 +395,13 @@ def _validate(
         raise ConfigTypeError(f"max_tokens must be a number, got {max_tokens!r:.80}")
     if math.isnan(max_tokens):  # a negative budget keeps nothing, as in LangChain
         raise ConfigError(f"max_tokens must be a number of tokens, got {max_tokens!r}")
+    # Where LangChain raises, its words come first (code matching them keeps working).
     if not isinstance(strategy, str):
         raise ConfigTypeError(f"strategy must be 'first' or 'last', got {strategy!r:.80}")
     if strategy not in ("first", "last"):
-        raise ConfigError(f"strategy must be 'first' or 'last', got {strategy!r}")
+        raise ConfigError(
+            f"Unrecognized strategy={strategy!r:.80}. Supported strategies are 'last' and 'first'."
+        )
     for name, flag in (
         ("include_system", include_system),
         ("allow_partial", allow_partial),
@@ -407,23 +410,26 @@ def _validate(
         _check_flag(name, flag)
     _check_types("start_on", start_on)
     _check_types("end_on", end_on)
-    if strategy == "first" and start_on:
-        raise ConfigError(
-            f"start_on is only valid with strategy='last', got start_on={start_on!r} with "
-            "strategy='first'; drop start_on or use strategy='last'"
-        )
-    if strategy == "first" and include_system:
-        raise ConfigError(
-            f"include_system is only valid with strategy='last', got "
-            f"include_system={include_system!r} with strategy='first'; drop include_system "
-            "or use strategy='last'"
-        )
+    for name, value in (("start_on", start_on), ("include_system", include_system)):
+        if strategy == "first" and value:
+            raise ConfigError(
+                f"{name} parameter is only valid with strategy='last' (got {name}={value!r:.80} "
+                f"with strategy='first'); drop {name} or use strategy='last'"
+            )
     try:
         check_token_counter(token_counter)
     except ConfigError as exc:
-        if isinstance(token_counter, str):
-            raise  # an unknown name: a wrong value
-        raise ConfigTypeError(str(exc)) from None
+        if isinstance(token_counter, str):  # an unknown name: a wrong value
+            raise ConfigError(
+                f"Invalid token_counter shortcut '{token_counter}'. Available shortcuts: "
+                f"'approximate', 'tiktoken', an encoding name or a model name ({exc})"
+            ) from None
+        raise ConfigTypeError(
+            "'token_counter' expected to be a model that implements "
+            "'get_num_tokens_from_messages()' or a function. Received object of type "
+            f"{type(token_counter)}. (Names work too: 'approximate', 'tiktoken', an "
+            "encoding name or a model name.)"
+        ) from None
     if text_splitter is not None and not (
         callable(text_splitter) or callable(getattr(text_splitter, "split_text", None))
     ):

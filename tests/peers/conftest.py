@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import langgraph_peer
 import pydantic_ai_peer
 import pytest
 
@@ -21,3 +22,11 @@ def reducing_flavour(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def create_module(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[str], ModuleType]:
     return pydantic_ai_peer.module_factory(tmp_path, re.sub(r"\W", "_", request.node.name))
+
+
+@pytest.fixture(params=langgraph_peer.FLAVOURS)
+def langgraph_flavour(request: pytest.FixtureRequest) -> str:
+    """Each LangGraph test once per way the package replaces ``add_messages``."""
+    langgraph_peer.current[0] = langgraph_peer.build(request.param)
+    langgraph_peer.expect_difference(request, request.param)
+    return request.param

@@ -66,7 +66,10 @@ def channel_namespace(reducer: MessageReducer, namespace: Any = None) -> Any:
 
 def _check_format(format: object) -> None:
     if format not in _FORMATS:
-        raise ConfigError(f"format must be 'langchain-openai' or None, got {format!r}")
+        # add_messages' own words, so code matching them keeps working.
+        raise ConfigError(
+            f"Unrecognized format={format!r:.80}. Expected one of 'langchain-openai', None."
+        )
 
 
 def reducing_add_messages(
@@ -80,7 +83,8 @@ def reducing_add_messages(
     right)``; ``merge()`` or ``merge(format=...)`` returns a partial; a ``None`` on one
     side raises ``ValueError``. The one difference: removing an id that this reducer
     pruned (the last ``dedupe_window`` of them) is a no-op; removing an id that never
-    was in the list raises ``ValueError`` as ``add_messages`` does. Law:
+    was in the list raises :class:`UpdateError` (a ``ValueError``) in ``add_messages``'
+    words. Law:
     ``reducing_add_messages(r)(left, right) == r.reduce(add_messages(left,
     right)).surviving`` for valid updates.
 
