@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agentstate_reducer import ClearToolResults, MessageReducer, Offload, ReducerConfig
-from agentstate_reducer import reducer as reducer_module
 from agentstate_reducer.edit import OFFLOADED
 from agentstate_reducer.read import message_content, message_id, read_message, with_content
+from agentstate_reducer.reducing import prepare as reducer_module
 
 
 def _content_tokens(message: Any) -> int:

@@ -1,0 +1,141 @@
+"""The lists a reducer returned, remembered (:class:`_Chain`) so that a reduce of one of them
+(or of equal copies) plus new messages reads only the new ones; how a later list is
+compared with what was remembered."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any, NamedTuple, overload
+
+from ..plan import Settled
+from ..read import MessageRecord, copy_state, message_state
+
+#: The views and counts a full plan read, kept to remember the list it returns.
+_Memo = tuple[list[MessageRecord], "Sequence[int] | None"]
+
+#: How many recent outputs a reducer remembers: one per conversation it serves at once.
+_CHAINS = 8
+
+
+class _Chain(NamedTuple):
+    """A list a reduce returned, remembered so that the next reduce of it (or of equal
+    copies of it) reads only the new messages."""
+
+    #: ``id()`` of the list handed out. Not the list itself, which its owner frees when
+    #: done; if the id is reused, comparing with the prints tells.
+    returned: int
+    #: Its messages as returned, in ``snapshot[:size]`` (the caller may edit the list it
+    #: got in place). Never handed out: an append extends it in place, so a chain of
+    #: appends shares one list; a second branch from the same state copies.
+    snapshot: list[Any]
+    size: int
+    #: :func:`_print` of each message of ``snapshot`` when it was remembered, extended
+    #: and copied along with it: what a later list is compared with.
+    prints: list[Any]
+    #: The class of each message, or ``None`` when every one was a plain dict.
+    kinds: list[type] | None
+    #: Whether every message's fields are its ``__dict__`` (:func:`_by_dict`).
+    by_dict: bool
+    #: Views and counts of ``snapshot`` when the plan had them, to settle it lazily.
+    views: list[MessageRecord] | None
+    counts: list[int] | None
+    #: The plan's state of ``snapshot``, once computed; ``None`` before.
+    settled: Settled | None
+    #: ``message id -> (index, message)`` of the snapshot, built when first asked for
+    #: and shared along a chain of appends like the snapshot (an entry counts only
+    #: while the snapshot holds that message at that index; ids never leave it).
+    ids: dict[str, tuple[int, Any]] | None = None
+
+
+#: An object message's top-level fields, read at C speed.
+_FIELDS = operator.attrgetter("__dict__")
+
+
+def _print(message: Any) -> Any:
+    """What a message is recognised by later: a shallow copy of its top-level fields (a
+    dict's items, an object's ``__dict__``), sharing every value; for an object without
+    ``__dict__``, a :func:`copy_state` of what the reader reads."""
+    if isinstance(message, dict):
+        return message.copy()
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict:
+        return fields.copy()
+    return copy_state(message_state(message))
+
+
+def _fields(message: Any) -> Any:
+    """The live side of :func:`_print`, compared with ``==`` against it."""
+    if isinstance(message, dict):
+        return message
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict:
+        return fields
+    return message_state(message)
+
+
+def _kinds(messages: list[Any]) -> list[type] | None:
+    """The class of each message, or ``None`` when every one is a plain dict."""
+    kinds = list(map(type, messages))
+    return None if all(kind is dict for kind in kinds) else kinds
+
+
+def _by_dict(messages: list[Any]) -> bool:
+    """Whether every message is an object (no mapping) whose fields are its ``__dict__``."""
+    return all(
+        not isinstance(m, dict) and type(getattr(m, "__dict__", None)) is dict for m in messages
+    )
+
+
+def _unchanged(seen: list[Any], chain: _Chain) -> bool:
+    """Whether ``seen`` (``chain.size`` messages) holds the chain's messages: the same
+    or equal top-level fields, message by message, of the same classes. Plain dicts:
+    one C-level list comparison; objects: their classes, then their ``__dict__``, the
+    same way."""
+    size = chain.size
+    prints = chain.prints if len(chain.prints) == size else chain.prints[:size]
+    kinds = chain.kinds
+    try:
+        if kinds is None:
+            return bool(seen == prints)
+        if list(map(type, seen)) != (kinds if len(kinds) == size else kinds[:size]):
+            return False
+        return bool(list(map(_FIELDS if chain.by_dict else _fields, seen)) == prints)
+    except Exception:  # a field whose == raises (an array, say)
+        return False
+
+
+def _last_unchanged(seen: list[Any], chain: _Chain) -> bool:
+    """:func:`_unchanged` of the last message only: which chains are worth comparing."""
+    last = chain.size - 1
+    kinds = chain.kinds
+    message = seen[last]
+    try:
+        if kinds is not None and type(message) is not kinds[last]:
+            return False
+        return bool(_fields(message) == chain.prints[last])
+    except Exception:
+        return False
+
+
+class _Appended(Sequence[Any]):
+    """A chain's messages followed by the new ones, for :func:`plan.plan_append`: it
+    asks whether the message that issued a call is still at its index, which holds for
+    the chain's own objects, not for the equal copies ``messages`` may hold."""
+
+    def __init__(self, snapshot: list[Any], size: int, messages: list[Any]) -> None:
+        self._snapshot, self._size, self._messages = snapshot, size, messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._messages)))]
+        if 0 <= index < self._size:
+            return self._snapshot[index]
+        return self._messages[index]

@@ -1,0 +1,103 @@
+"""The effects the core yields (summarise this batch, hand that batch to a hook) and the two
+drivers that run them: :func:`_drive` calls each, :func:`_adrive` awaits each."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Generator
+from typing import Any, NamedTuple, cast
+
+from ..config import ReducerResult, RememberFn, SummarizeFn
+from ..errors import ConfigTypeError
+from ..summary import Summarizer
+
+
+class _Refused(ConfigTypeError):
+    """An async callable met the sync :meth:`MessageReducer.reduce`: never a failed summary
+    or a skipped hook, always raised."""
+
+
+def _refuse_awaitable(value: object, name: str) -> None:
+    """reduce() cannot await: close the coroutine (no 'never awaited' warning) and say so."""
+    if inspect.isawaitable(value):
+        close = getattr(value, "close", None)
+        if close is not None:
+            close()
+        raise _Refused(
+            f"{name} returned an awaitable; call 'await reducer.areduce(...)' instead"
+        )
+
+
+# -- effects and their drivers -------------------------------------------------------
+
+
+class _Summarise(NamedTuple):
+    """Effect: the reply of ``fn`` to a copy of ``batch``."""
+
+    fn: SummarizeFn
+    batch: list[Any]
+
+    def call(self) -> Any:
+        reply = self.fn(list(self.batch))
+        _refuse_awaitable(reply, "summarize_fn")
+        return reply
+
+    async def acall(self) -> Any:
+        if isinstance(self.fn, Summarizer):
+            return await self.fn.acall(list(self.batch))
+        reply = self.fn(list(self.batch))
+        return (await reply) if inspect.isawaitable(reply) else reply
+
+
+class _Hand(NamedTuple):
+    """Effect: what ``on_prune[position]`` returns for a copy of ``batch``."""
+
+    position: int
+    hook: RememberFn
+    batch: list[Any]
+    namespace: Any
+
+    def call(self) -> Any:
+        got = self.hook(list(self.batch), self.namespace)
+        _refuse_awaitable(got, f"on_prune[{self.position}]")
+        return got
+
+    async def acall(self) -> Any:
+        got = self.hook(list(self.batch), self.namespace)
+        return (await got) if inspect.isawaitable(got) else got
+
+
+_Effect = _Summarise | _Hand
+#: The core of a reduce: yields effects, is sent their values, returns the result.
+_Flow = Generator[_Effect, Any, ReducerResult[Any]]
+
+
+def _drive(flow: _Flow) -> ReducerResult[Any]:
+    """The sync driver: run each effect; send back its value, or throw in its error
+    (the core decides what an error means, and what propagates)."""
+    try:
+        effect = next(flow)
+        while True:
+            try:
+                value = effect.call()
+            except BaseException as exc:
+                effect = flow.throw(exc)
+            else:
+                effect = flow.send(value)
+    except StopIteration as stop:
+        return cast(ReducerResult[Any], stop.value)
+
+
+async def _adrive(flow: _Flow) -> ReducerResult[Any]:
+    """The async driver: :func:`_drive`, awaiting each effect."""
+    try:
+        effect = next(flow)
+        while True:
+            try:
+                value = await effect.acall()
+            except BaseException as exc:
+                effect = flow.throw(exc)
+            else:
+                effect = flow.send(value)
+    except StopIteration as stop:
+        return cast(ReducerResult[Any], stop.value)

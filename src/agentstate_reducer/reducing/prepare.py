@@ -1,0 +1,373 @@
+"""Read, edit and plan: the messages of a reduce read once, edited, planned; on the
+incremental path (a list this reducer returned, plus new messages) only the new ones.
+The one place of the reduce that reads messages (``read_messages``, ``message_id``)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..config import ReducerConfig, ReducerResult
+from ..edit import ContextEdit, edit_messages, turn_note
+from ..errors import MessageFormatError
+from ..plan import Plan, Settled, dangling_calls, make_plan, plan_append, settle
+from ..read import MessageRecord, is_merge_update, message_id, read_messages, synthetic_results
+from ..tokens.cache import LazyCounts
+from .chains import (
+    _CHAINS,
+    _Appended,
+    _by_dict,
+    _Chain,
+    _kinds,
+    _last_unchanged,
+    _Memo,
+    _print,
+    _unchanged,
+)
+from .counts import _Counting
+from .lists import _concat, _survivors
+
+
+def _needs_add_messages(reducer: _Preparing, left: list[Any], right: list[Any]) -> bool:
+    if any(map(is_merge_update, right)):
+        return True
+    new_ids = set(map(message_id, right))
+    new_ids.discard(None)
+    return bool(new_ids) and reducer._holds_an_id(left, new_ids)
+
+
+def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
+    """``(repaired, added)``: a new list with a synthetic result right after each dead
+    call's ai message (see :func:`~agentstate_reducer.plan.dangling_calls`), and those
+    results; ``messages`` itself when there is no dead call."""
+    dead = dangling_calls(read_messages(messages))
+    if not dead:
+        return messages, []
+    out: list[Any] = []
+    added: list[Any] = []
+    at = 0
+    for index, calls in dead:
+        out.extend(messages[at : index + 1])
+        results = synthetic_results(messages[index], calls)
+        out.extend(results)
+        added.extend(results)
+        at = index + 1
+    out.extend(messages[at:])
+    return out, added
+
+
+class _Preparing(_Counting):
+    """Read, edit and plan (the pure part), and the memory of returned lists."""
+
+    def _plan(
+        self,
+        messages: list[Any],
+        config: ReducerConfig,
+        keep: list[int],
+        *,
+        reserve: int,
+        namespace: Any = None,
+        lazy: bool = False,
+        read: tuple[list[MessageRecord], Sequence[int] | None] | None = None,
+    ) -> tuple[Plan, list[MessageRecord], Sequence[int] | None]:
+        """The plan, with the views and counts it used; ``lazy``: in token mode, messages
+        that cannot survive are not counted; ``read``: the views and counts to use. With
+        ``self.config``, token mode plans against the budget of ``namespace`` (overhead
+        and calibration, see :meth:`plan`)."""
+        cache = self._token_counts
+        counts: Sequence[int] | None
+        if read is not None:  # what the edit step read and counted
+            views, counts = read
+        elif config.token_mode and cache is not None and lazy:
+            views = read_messages(messages)
+            counts = LazyCounts.of(cache, messages, views)
+        elif config.token_mode and cache is not None:
+            # Views and counts of messages seen before come from the cache.
+            views, counts = cache.read(messages)
+        else:
+            views, counts = read_messages(messages), None
+        if config.token_mode and counts is not None and config is self.config:
+            if config.calibrate_from_usage:
+                self._learn(messages, views, counts, namespace)
+            config = self._budget(namespace)
+        plan = make_plan(views, config, counts, pinned=keep, reserve=reserve)
+        if plan.triggered and config.pin is not None:
+            # Pins matter only once the threshold is passed: ask the predicate only then.
+            pin = config.pin
+            if callable(pin):
+                pinned = [i for i, m in enumerate(messages) if pin(m)]
+            else:
+                pinned = [i for i, v in enumerate(views) if v.id is not None and v.id in pin]
+            if pinned:
+                plan = make_plan(views, config, counts, pinned=[*keep, *pinned], reserve=reserve)
+        return plan, views, counts
+
+    def _prepare(
+        self, existing: Any, new: Any, namespace: Any = None
+    ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...], list[Any]]:
+        """``(messages, plan, memo, edits, added)``: ``messages`` holds the synthetic
+        results ``added`` for dead calls (``repair_dangling_calls``), right after their
+        calls, and the copies context editing made in place of the originals."""
+        messages = _concat(existing, new)
+        added: list[Any] = []
+        if self.config.repair_dangling_calls:
+            messages, added = repair_dangling_calls(messages)
+        if not added:
+            fast = self._append(existing, messages, namespace)
+            if fast is not None:
+                return messages, fast, None, (), added
+        if self.config.context_edits or (self.config.turn_ladder and self.config.token_mode):
+            edited, plan, memo, edits = self._prepare_edited(messages, namespace)
+            return edited, plan, memo, edits, added
+        plan, views, counts = self._plan(
+            messages, self.config, [], reserve=self._reserve(), namespace=namespace, lazy=True
+        )
+        return messages, plan, (views, counts), (), added
+
+    def _prepare_edited(
+        self, messages: list[Any], namespace: Any = None
+    ) -> tuple[list[Any], Plan, _Memo, tuple[ContextEdit, ...]]:
+        """Edit first; the plan then sees the edited counts, so it prunes only what is
+        still over the threshold. Both count lazily: what neither needs is never counted."""
+        counts: Sequence[int] | None = None
+        views = read_messages(messages)
+        budget = self.config
+        if budget.token_mode:
+            counts = LazyCounts.of(self._cache(), messages, views)  # read once, not again
+            if budget.calibrate_from_usage:
+                self._learn(messages, views, counts, namespace)
+            budget = self._budget(namespace)  # the edit step fires where the plan prunes
+        outcome = edit_messages(
+            messages, views, counts, budget, self._count_one, self._part_counter()
+        )
+        plan, _, _ = self._plan(
+            outcome.messages,
+            self.config,
+            [],
+            reserve=self._reserve(),
+            namespace=namespace,
+            read=(views, outcome.counts),
+        )
+        note = turn_note(outcome.messages, views, plan.turn, plan.dropped_steps, self.config)
+        if note is not None:  # the turn ladder's last rung: one note for the dropped steps
+            plan = replace(plan, note=note)
+        return outcome.messages, plan, (views, outcome.counts), outcome.edits
+
+    # -- the incremental path: a reduce of the list the last one returned -------------
+
+    def _note(
+        self, messages: list[Any], plan: Plan, memo: _Memo | None, result: ReducerResult[Any]
+    ) -> None:
+        """Remember the list a reduce returns, with the views and counts the plan read."""
+        if memo is None:
+            return  # the incremental path remembered it already
+        views, counts = memo
+        surviving = result.surviving
+        if surviving is messages:
+            if not plan.triggered:  # else over the threshold: the next reduce plans anyway
+                self._remember(messages, views, None if counts is None else list(counts))
+            return
+        chosen = plan.pruned
+        if (
+            len(result.pruned) == len(chosen)
+            and len(surviving) == len(messages) - len(chosen)  # no summary block went in
+            and all(map(operator.is_, result.pruned, map(messages.__getitem__, chosen)))
+        ):
+            self._remember(
+                surviving,
+                _survivors(views, chosen),
+                None if counts is None else _survivors(counts, chosen),
+            )
+            return
+        self._remember(surviving, None, None)  # read again when next needed
+
+    def _append(self, existing: Any, messages: list[Any], namespace: Any = None) -> Plan | None:
+        """The plan of ``messages`` when they extend a list this reducer returned (or equal
+        copies of it), else ``None``.
+
+        The list must hold the same messages in the same order, each with the same or
+        equal top-level fields (see :func:`_unchanged`), followed by the new ones. Then
+        only the new messages are read and counted (see :func:`plan.plan_append`); usage
+        one of them reports is learned here, and the plan uses the budget it leaves.
+        """
+        chain = self._match(existing, messages)
+        if chain is None:
+            return None
+        config = self.config
+        size, snapshot = chain.size, chain.snapshot
+        cache = self._token_counts if config.token_mode else None
+        budget = self._budget(namespace) if cache is not None else config
+        settled = chain.settled
+        if settled is None:
+            settled = self._settle(chain, budget)
+            if settled is None:
+                return None
+        new = messages[size:]
+        try:
+            # (count mode may have a cache too, for what editing counts: not used here)
+            if cache is not None:
+                new_views, new_counts = cache.read(new)
+            else:
+                new_views, new_counts = read_messages(new), None
+        except MessageFormatError:
+            return None  # the full path raises it, naming the index in the whole list
+        if cache is not None:
+            tokens = settled.tokens
+            if config.calibrate_from_usage and new_counts is not None and tokens is not None:
+                self._learn_new(tokens, size, new, new_views, new_counts, namespace)
+            budget = self._budget(namespace)
+            if budget is not config and self._edits_append is not None:
+                return None  # the edit step's rule knows only the config's budget
+        history = _Appended(snapshot, size, messages)
+        got = plan_append(settled, history, new_views, budget, new_counts)
+        if got is None:
+            return None
+        plan, settled = got
+        rule = self._edits_append
+        if rule is not None and not rule(
+            settled.size, settled.tokens, new, new_counts, self._count_one, new_views
+        ):
+            return None
+        ids = chain.ids
+        prints, kinds, by_dict = chain.prints, chain.kinds, chain.by_dict
+        new_kinds = _kinds(new)
+        with self._chains_lock:
+            if len(snapshot) == size and len(prints) == size:
+                snapshot.extend(new)
+                prints.extend(map(_print, new))
+            else:  # another append from the same state extended them first
+                snapshot = [*snapshot[:size], *new]
+                prints = [*prints[:size], *map(_print, new)]
+            if kinds is not None or new_kinds is not None:
+                by_dict = (by_dict or not size) and _by_dict(new)
+                kinds = [*(kinds[:size] if kinds is not None else [dict] * size),
+                         *(new_kinds if new_kinds is not None else [dict] * len(new))]
+            if ids is not None:
+                for k, view in enumerate(new_views):
+                    if view.id is not None:
+                        ids[view.id] = (size + k, new[k])
+        self._keep(
+            _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
+                   settled, ids)
+        )
+        return plan
+
+    def _match(self, existing: Any, messages: list[Any]) -> _Chain | None:
+        """The remembered chain whose messages ``messages`` starts with, or ``None``.
+
+        ``existing`` is looked up by identity first; else (a copy) each chain is tried,
+        the latest first, those whose last message matches compared in full.
+        """
+        chains = self._chains
+        if not chains:
+            return None
+        checked: tuple[list[Any], _Chain] | None = getattr(self._checked, "list", None)
+        if checked is not None:
+            self._checked.list = None
+            seen, matched = checked
+            if seen is existing and len(existing) == matched.size <= len(messages):
+                return matched  # compared a moment ago, in this thread's same call
+        with self._chains_lock:
+            found = chains.get(id(existing))
+            candidates = list(reversed(chains.values()))
+        if found is not None:  # (or a list that took the id of one since freed)
+            candidates.remove(found)
+            candidates.insert(0, found)
+        n = len(messages)
+        whole = len(existing) if type(existing) is list else -1
+        if whole >= 0:  # a chain holding all of existing first, then prefixes
+            candidates.sort(key=lambda chain: chain.size != whole)
+        fallback = None
+        for chain in candidates:
+            size = chain.size
+            if n < size or (fallback is not None and size != whole):
+                continue
+            # existing itself in the common case: no copy
+            seen = existing if size == whole else messages if n == size else messages[:size]
+            if chain is not found and size and not _last_unchanged(seen, chain):
+                continue
+            if _unchanged(seen, chain):
+                if size == whole or whole < 0:
+                    return chain
+                fallback = chain  # a prefix: a chain holding all of existing may follow
+        return fallback
+
+    def _holds_an_id(self, existing: list[Any], ids: set[Any]) -> bool:
+        """Whether a message of ``existing`` has one of ``ids``: O(len(ids)) on a list this
+        reducer returned (or a copy of it), through an index of its ids kept along its
+        appends."""
+        chain = self._match(existing, existing)
+        if chain is None or chain.size != len(existing):
+            return any(message_id(m) in ids for m in existing)
+        index = chain.ids
+        snapshot = chain.snapshot
+        if index is None:
+            index = {}
+            for i in range(chain.size):
+                ident = message_id(snapshot[i])
+                if ident is not None:
+                    index[ident] = (i, snapshot[i])
+            chain = chain._replace(ids=index)
+            self._keep(chain)
+        # The reduce that follows in the same call need not compare the list again.
+        self._checked.list = (existing, chain)
+        for ident in ids:
+            found = index.get(ident)
+            if found is not None:
+                at, message = found
+                if at < chain.size and snapshot[at] is message:
+                    return True
+                # Overwritten by another branch from a shared state: ask the list itself.
+                return any(message_id(m) in ids for m in existing)
+        return False
+
+    def _settle(self, chain: _Chain, budget: ReducerConfig) -> Settled | None:
+        views, counts = chain.views, chain.counts
+        token_mode = self.config.token_mode and self._token_counts is not None
+        if views is None or (token_mode and counts is None):
+            history = chain.snapshot[: chain.size]
+            if token_mode and self._token_counts is not None:
+                views, counts = self._token_counts.read(history)
+            else:
+                views = read_messages(history)
+        settled = settle(views, chain.snapshot, budget, counts)
+        rule = self._edits_append
+        if settled is not None and rule is not None:
+            # The append rule holds only for a history that editing leaves as it is.
+            history = chain.snapshot[: chain.size]
+            if not rule(settled.size, settled.tokens) or edit_messages(
+                history, views, counts, self.config, self._count_one, self._part_counter()
+            ).edits:
+                return None
+        if settled is not None:
+            self._keep(chain._replace(views=None, counts=None, settled=settled))
+        return settled
+
+    def _remember(
+        self, returned: list[Any], views: list[MessageRecord] | None, counts: list[int] | None
+    ) -> None:
+        kinds = _kinds(returned)
+        self._keep(
+            _Chain(
+                id(returned),
+                returned.copy(),
+                len(returned),
+                list(map(_print, returned)),
+                kinds,
+                kinds is not None and _by_dict(returned),
+                views,
+                counts,
+                None,
+            )
+        )
+
+    def _keep(self, chain: _Chain) -> None:
+        key = chain.returned
+        with self._chains_lock:
+            chains = self._chains
+            chains[key] = chain
+            chains.move_to_end(key)
+            while len(chains) > _CHAINS:
+                chains.popitem(last=False)
