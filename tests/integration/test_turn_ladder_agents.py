@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from turn_agents import INTEGRATIONS, Agent, Policy, Requests
 
-from agentstate_reducer import MessageReducer, agent_config
+from agentstate_reducer import ClearToolResults, MessageReducer, Offload, agent_config
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +44,9 @@ class Scenario:
     interject: int | None = None
 
 
-def tokens(most: int, target: int | None = None) -> Any:
-    return agent_config(max_tokens=most, target_tokens=target, token_counter="approximate")
+def tokens(most: int, target: int | None = None, *edits: Any) -> Any:
+    return agent_config(max_tokens=most, target_tokens=target, token_counter="approximate",
+                        context_edits=list(edits))
 
 
 def _c_words(query: str) -> int:
@@ -56,6 +57,10 @@ def _c_words(query: str) -> int:
 SCENARIOS = [
     Scenario("a: 20 steps of ~5,000 tokens, 3000/2000", 1, lambda t: 20, lambda q: 5000,
              tokens(3000, 2000)),
+    # The README's recipe: the oversized results become previews, so the turn keeps its
+    # steps (cleared) without a note.
+    Scenario("a: 20 steps of ~5,000 tokens, 3000/2000, README edits", 1, lambda t: 20,
+             lambda q: 5000, tokens(3000, 2000, ClearToolResults(keep=3), Offload(above=2000))),
     Scenario("b: 120 steps of ~1,300 tokens, 3000/2000", 1, lambda t: 120, lambda q: 1300,
              tokens(3000, 2000)),
     Scenario("b: 120 steps of ~1,300 tokens, 8000/6000", 1, lambda t: 120, lambda q: 1300,
@@ -84,7 +89,8 @@ async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
         f"\n{integration}, {s.name}: {requests.count} requests, tool re-runs {agent.reruns}, "
         f"largest request {requests.largest} tokens, {requests.most_messages} messages "
         f"({budget} + latest step {requests.largest_step}), over: {len(requests.over)}, "
-        f"invalid: {dict(requests.invalid) or 0}, lost question: {policy.lost_question}"
+        f"with a turn note: {policy.noted}, invalid: {dict(requests.invalid) or 0}, lost question: "
+        f"{policy.lost_question}"
     )
     assert agent.reruns == 0 and len(agent.runs) == needed
     assert policy.lost_question == 0 and policy.wrong_turn == 0

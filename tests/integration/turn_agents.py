@@ -130,6 +130,8 @@ class Policy:
     #: The turn each request was expected to be about (set by the driver).
     expected: int = 0
     wrong_turn: int = 0
+    #: Requests holding a turn note (the ladder dropped steps of the turn).
+    noted: int = 0
 
     def plan(self, turn: int, texts: Sequence[str]) -> list[str]:
         plan = [f"{turn}.{k}" for k in range(self.steps(turn))]
@@ -149,6 +151,7 @@ class Policy:
         after = texts[asked[-1] + 1 :]
         plan = self.plan(turn, after)
         seen = set(done)
+        self.noted += any(t.startswith(NOTE_PREFIX) for t in after)
         for text in after:
             if not text.startswith(NOTE_PREFIX):
                 continue
