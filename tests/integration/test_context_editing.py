@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Annotated, Any
 
 import pytest
-from conftest import AgentModel
+from integration_kit import AgentModel
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool

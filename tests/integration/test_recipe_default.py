@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from agents import Agent as SdkAgent
 from agents import RunConfig, Runner, SQLiteSession, function_tool
-from conftest import AgentModel, RequestCheck, ToolRuns, message_graph, turn_question
+from integration_kit import AgentModel, RequestCheck, ToolRuns, message_graph, turn_question
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver

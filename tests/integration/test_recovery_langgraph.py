@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import AgentModel, RequestCheck, ToolRuns, message_graph, turn_question
+from integration_kit import AgentModel, RequestCheck, ToolRuns, message_graph, turn_question
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver

@@ -36,7 +36,7 @@ from agents.items import ModelResponse as SDKResponse
 from agents.models.chatcmpl_converter import Converter
 from agents.models.interface import Model
 from agents.usage import Usage
-from conftest import _WIRE, message_graph
+from integration_kit import _WIRE, message_graph
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import (
