@@ -11,6 +11,11 @@ latest checkpoint; so "the K newest" are the K last written, forks included.
 A blob is deleted only when its version is older than every version of its channel that
 a kept checkpoint references: a run writing meanwhile stores newer blobs before its
 checkpoint, and those are never touched.
+
+``DeltaChannel`` (langgraph >= 1.2.7): a checkpoint stores such a channel's value only
+when it snapshots it; the others are rebuilt from the nearest ancestor that holds it plus
+the writes in between (``get_delta_channel_history``). :class:`DeltaFloors` finds, for
+each kept checkpoint, that ancestor, and nothing from it on is deleted (the ``floor``).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from typing import Any, Protocol, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from ..errors import ConfigError
 
-__all__ = ("Retention", "SUPPORTED", "retention_for")
+__all__ = ("NO_FLOOR", "DeltaFloors", "Retention", "SUPPORTED", "retention_for")
 
 #: The savers retention works with, as docs/langgraph.md lists them.
 SUPPORTED = (
@@ -46,12 +52,189 @@ def _is_call(checkpoint_ns: str) -> bool:
     return ":" in checkpoint_ns
 
 
+#: A floor above every checkpoint id (uuid6 hex): no DeltaChannel needs anything kept.
+NO_FLOOR = "~"
+#: Rebuilt from the thread's start: nothing older may go.
+ROOT = ""
+
+
+def _delta_channels(checkpoint: Any, metadata: Any) -> set[str]:
+    """The DeltaChannels a checkpoint shows: those with updates since their snapshot
+    (``counters_since_delta_snapshot``) and those it snapshots."""
+    counters = (metadata or {}).get("counters_since_delta_snapshot") or {}
+    values = checkpoint.get("channel_values") or {}
+    return set(counters) | {k for k, v in values.items() if isinstance(v, _DeltaSnapshot)}
+
+
+def _needs(checkpoint: Any, metadata: Any) -> set[str]:
+    """The DeltaChannels a checkpoint's value is rebuilt for from its ancestors: written
+    on its branch (a version) but not stored in it."""
+    values = checkpoint.get("channel_values") or {}
+    versions = checkpoint.get("channel_versions") or {}
+    delta = _delta_channels(checkpoint, metadata)
+    return {ch for ch in delta if ch in versions and ch not in values}
+
+
+class DeltaFloors:
+    """Per checkpoint put through the wrapper: where each DeltaChannel's value is found
+    (itself, or the nearest ancestor holding it), so retention keeps what a kept
+    checkpoint is rebuilt from.
+
+    Learned from each ``put`` (what the checkpoint stores, its parent's entry); an entry
+    missing (another process wrote the parent, or this one restarted) is found by walking
+    the parents through the saver's ``get_tuple``, as ``get_delta_channel_history`` does.
+    """
+
+    #: Entries kept per thread namespace beyond ``keep``.
+    SPARE = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: ``(thread, ns) -> {checkpoint_id: (floor, {channel: holder_id})}``, in put order.
+        self._known: dict[tuple[str, str], dict[str, tuple[str, dict[str, str]]]] = {}
+
+    def _from_parent(
+        self, where: tuple[str, str], parent: str | None, channels: set[str]
+    ) -> dict[str, str] | None:
+        if parent is None:
+            return dict.fromkeys(channels, ROOT)
+        with self._lock:
+            entry = self._known.get(where, {}).get(parent)
+        if entry is None or not channels <= entry[1].keys():
+            return None
+        return {ch: entry[1][ch] for ch in channels}
+
+    def _learn(
+        self, where: tuple[str, str], checkpoint: Any, holders: dict[str, str], needs: set[str],
+        keep: int,
+    ) -> None:
+        floor = min((holders[ch] for ch in needs), default=NO_FLOOR)
+        with self._lock:
+            known = self._known.setdefault(where, {})
+            known[checkpoint["id"]] = (floor, holders)
+            while len(known) > keep + self.SPARE:
+                known.pop(next(iter(known)))
+
+    def _start(
+        self, where: tuple[str, str], checkpoint: Any, metadata: Any, parent: str | None
+    ) -> tuple[set[str], set[str], dict[str, str] | None]:
+        channels = _delta_channels(checkpoint, metadata)
+        needs = _needs(checkpoint, metadata)
+        inherited = self._from_parent(where, parent, channels - set(checkpoint["channel_values"]))
+        return channels, needs, inherited
+
+    def _holders(
+        self, checkpoint: Any, channels: set[str], inherited: dict[str, str]
+    ) -> dict[str, str]:
+        values = checkpoint["channel_values"]
+        own = checkpoint["id"]
+        return {ch: own if ch in values else inherited.get(ch, ROOT) for ch in channels}
+
+    def note(
+        self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
+        parent: str | None, keep: int,
+    ) -> None:
+        """Learn the checkpoint ``put`` just stored (``stored``: the config it returned)."""
+        where = _where_of(stored)
+        channels, needs, inherited = self._start(where, checkpoint, metadata, parent)
+        if not channels:
+            return
+        if inherited is None:
+            inherited = _walk(saver, stored, parent, channels - set(checkpoint["channel_values"]))
+        self._learn(where, checkpoint, self._holders(checkpoint, channels, inherited), needs, keep)
+
+    async def anote(
+        self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
+        parent: str | None, keep: int,
+    ) -> None:
+        """Async :meth:`note`: a walk goes through ``aget_tuple``."""
+        where = _where_of(stored)
+        channels, needs, inherited = self._start(where, checkpoint, metadata, parent)
+        if not channels:
+            return
+        if inherited is None:
+            inherited = await _awalk(
+                saver, stored, parent, channels - set(checkpoint["channel_values"])
+            )
+        self._learn(where, checkpoint, self._holders(checkpoint, channels, inherited), needs, keep)
+
+    def floor(self, thread_id: str, checkpoint_ns: str, keep: int) -> str:
+        """The oldest checkpoint id that must stay so the ``keep`` newest can be rebuilt:
+        :data:`NO_FLOOR` when none of them needs an ancestor; :data:`ROOT` (keep all)
+        when a DeltaChannel is in play and the newest ``keep`` are not all known yet."""
+        with self._lock:
+            known = self._known.get((thread_id, checkpoint_ns))
+            if not known:
+                return NO_FLOOR
+            newest = sorted(known, reverse=True)[:keep]
+            if len(newest) < keep and len(known) < keep:
+                # Older checkpoints this process never saw may need ancestors too.
+                return ROOT
+            return min(known[i][0] for i in newest)
+
+
+def _where_of(config: Any) -> tuple[str, str]:
+    configurable = config["configurable"]
+    return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
+
+
+def _ancestor(stored: Any, parent: str) -> Any:
+    configurable = stored["configurable"]
+    return {"configurable": {
+        "thread_id": configurable["thread_id"],
+        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_id": parent,
+    }}
+
+
+def _walk_step(found: dict[str, str], remaining: set[str], tup: Any) -> Any:
+    values = tup.checkpoint["channel_values"]
+    for ch in [ch for ch in remaining if ch in values]:
+        found[ch] = tup.checkpoint["id"]
+        remaining.discard(ch)
+    return tup.parent_config
+
+
+def _walk(
+    saver: BaseCheckpointSaver[Any], stored: Any, parent: str | None, channels: set[str]
+) -> dict[str, str]:
+    """Nearest ancestor (from ``parent`` up) holding each channel, ``ROOT`` if none does."""
+    found: dict[str, str] = {}
+    remaining = set(channels)
+    cursor = None if parent is None else _ancestor(stored, parent)
+    while cursor is not None and remaining:
+        tup = saver.get_tuple(cursor)
+        if tup is None:
+            break
+        cursor = _walk_step(found, remaining, tup)
+    return {**dict.fromkeys(remaining, ROOT), **found}
+
+
+async def _awalk(
+    saver: BaseCheckpointSaver[Any], stored: Any, parent: str | None, channels: set[str]
+) -> dict[str, str]:
+    found: dict[str, str] = {}
+    remaining = set(channels)
+    cursor = None if parent is None else _ancestor(stored, parent)
+    while cursor is not None and remaining:
+        tup = await saver.aget_tuple(cursor)
+        if tup is None:
+            break
+        cursor = _walk_step(found, remaining, tup)
+    return {**dict.fromkeys(remaining, ROOT), **found}
+
+
 class Retention(Protocol):
-    """Deletes all but the ``keep`` newest checkpoints of one thread's namespace."""
+    """Deletes all but the ``keep`` newest checkpoints of one thread's namespace, and
+    never one at or after ``floor`` (a checkpoint id; :data:`NO_FLOOR`: no bound)."""
 
-    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None: ...
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None: ...
 
-    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None: ...
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None: ...
 
 
 class _InMemory:
@@ -65,7 +248,9 @@ class _InMemory:
         versions = self.saver.serde.loads_typed(stored[checkpoint_id][0]).get("channel_versions")
         return dict(versions or {})
 
-    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
         saver = self.saver
         with self.lock:
             namespaces = saver.storage.get(thread_id)
@@ -73,7 +258,8 @@ class _InMemory:
             if not stored or len(stored) <= keep:
                 return
             ids = sorted(stored, reverse=True)
-            kept, gone = ids[:keep], ids[keep:]
+            kept = [i for n, i in enumerate(ids) if n < keep or i >= floor]
+            gone = ids[len(kept):]
             oldest: dict[str, str] = {}
             for checkpoint_id in kept:
                 checkpoint, metadata, parent = stored[checkpoint_id]
@@ -104,8 +290,10 @@ class _InMemory:
                     self.saver.writes.pop((thread_id, ns, checkpoint_id), None)
                 del namespaces[ns]
 
-    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-        self.keep_latest(thread_id, checkpoint_ns, keep)
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        self.keep_latest(thread_id, checkpoint_ns, keep, floor)
 
 
 # SQLite: values live inside the checkpoint row; only writes hang off it.
@@ -115,11 +303,11 @@ _SQLITE_CUTOFF = (
 )
 _SQLITE_WRITES = (
     f"DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < "
-    f"{_SQLITE_CUTOFF}"
+    f"{_SQLITE_CUTOFF} AND checkpoint_id < ?"
 )
 _SQLITE_CHECKPOINTS = (
     f"DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < "
-    f"{_SQLITE_CUTOFF}"
+    f"{_SQLITE_CUTOFF} AND checkpoint_id < ?"
 )
 # The oldest kept checkpoint no longer has a parent to point at.
 _SQLITE_UNPARENT = (
@@ -137,8 +325,10 @@ _SQLITE_FINISHED_CALLS = (
 )
 
 
-def _sqlite(thread_id: str, checkpoint_ns: str, keep: int) -> list[tuple[str, tuple[Any, ...]]]:
-    cut = (thread_id, checkpoint_ns, thread_id, checkpoint_ns, keep - 1)
+def _sqlite(
+    thread_id: str, checkpoint_ns: str, keep: int, floor: str
+) -> list[tuple[str, tuple[Any, ...]]]:
+    cut = (thread_id, checkpoint_ns, thread_id, checkpoint_ns, keep - 1, floor)
     statements: list[tuple[str, tuple[Any, ...]]] = [
         (_SQLITE_WRITES, cut),
         (_SQLITE_CHECKPOINTS, cut),
@@ -161,16 +351,20 @@ class _Sqlite:
     def __init__(self, saver: Any) -> None:
         self.saver = saver
 
-    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
         with self.saver.cursor() as cur:  # its lock; commits on exit
             if self.saver.conn.isolation_level is None and not self.saver.conn.in_transaction:
                 # An autocommit connection (how SqliteStore opens one): still one transaction.
                 cur.execute("BEGIN")
-            for sql, params in _sqlite(thread_id, checkpoint_ns, keep):
+            for sql, params in _sqlite(thread_id, checkpoint_ns, keep, floor):
                 cur.execute(sql, params)
 
-    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep)
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep, floor)
 
 
 class _AsyncSqlite:
@@ -179,13 +373,17 @@ class _AsyncSqlite:
     def __init__(self, saver: Any) -> None:
         self.saver = saver
 
-    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep))
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep, floor))
 
-    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
         saver = self.saver
         async with saver.lock, saver.conn.cursor() as cur:
-            for sql, params in _sqlite(thread_id, checkpoint_ns, keep):
+            for sql, params in _sqlite(thread_id, checkpoint_ns, keep, floor):
                 await cur.execute(sql, params)
             await saver.conn.commit()
 
@@ -197,9 +395,9 @@ _PG_CUTOFF = (
 )
 _POSTGRES_NAMESPACE = (
     "DELETE FROM checkpoint_writes WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
-    f"AND checkpoint_id < {_PG_CUTOFF}",
+    f"AND checkpoint_id < {_PG_CUTOFF} AND checkpoint_id < %(floor)s",
     "DELETE FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
-    f"AND checkpoint_id < {_PG_CUTOFF}",
+    f"AND checkpoint_id < {_PG_CUTOFF} AND checkpoint_id < %(floor)s",
     "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = %(t)s "
     "AND checkpoint_ns = %(ns)s AND parent_checkpoint_id < (SELECT MIN(checkpoint_id) "
     "FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s)",
@@ -234,14 +432,18 @@ class _Postgres:
     def __init__(self, saver: Any) -> None:
         self.saver = saver
 
-    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-        params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1}
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1, "floor": floor}
         with self.saver._cursor() as cur, cur.connection.transaction():
             for sql in _postgres(checkpoint_ns):
                 cur.execute(sql, params)
 
-    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep)
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep, floor)
 
 
 class _AsyncPostgres:
@@ -250,26 +452,38 @@ class _AsyncPostgres:
     def __init__(self, saver: Any) -> None:
         self.saver = saver
 
-    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep))
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep, floor))
 
-    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
-        params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1}
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        params = {"t": thread_id, "ns": checkpoint_ns, "offset": keep - 1, "floor": floor}
         async with self.saver._cursor() as cur, cur.connection.transaction():
             for sql in _postgres(checkpoint_ns):
                 await cur.execute(sql, params)
 
 
 class _Prune:
-    """Any other saver with ``prune``: its own ``keep_latest`` strategy (one checkpoint)."""
+    """Any other saver with ``prune``: its own ``keep_latest`` strategy (one checkpoint).
+
+    Whether that keeps a DeltaChannel's snapshot chain is the saver's own contract
+    (LangGraph asks ``prune`` implementations to); the wrapper cannot see its storage.
+    """
 
     def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
         self.saver = saver
 
-    def keep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
         self.saver.prune([thread_id], strategy="keep_latest")
 
-    async def akeep_latest(self, thread_id: str, checkpoint_ns: str, keep: int) -> None:
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
         await self.saver.aprune([thread_id], strategy="keep_latest")
 
 

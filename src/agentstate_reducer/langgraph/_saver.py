@@ -23,7 +23,7 @@ from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..read import read_message
 from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
-from ._retention import Retention, retention_for
+from ._retention import DeltaFloors, Retention, retention_for
 from ._shared import share_locks
 
 __all__ = ("ReducingSaver", "aapply_reducer", "apply_reducer", "memory_namespace")
@@ -249,6 +249,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     #: Checkpoints kept per thread and namespace (``None``: all of them).
     keep_checkpoints: int | None
     _retention: Retention | None
+    _floors: DeltaFloors
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ReducingSaver:
         inner = args[0] if args else kwargs.get("inner")
@@ -299,6 +300,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         self.passthrough = held is not _ABSENT
         self.keep_checkpoints = keep_checkpoints
         self._retention = retention
+        self._floors = DeltaFloors()
 
     def __repr__(self) -> str:
         return (
@@ -351,9 +353,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         if not self.passthrough:
             checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
         stored = self.inner.put(config, checkpoint, metadata, new_versions)
-        if self._retention is not None and self.keep_checkpoints is not None:
-            thread_id, checkpoint_ns = _where(stored)
-            self._retention.keep_latest(thread_id, checkpoint_ns, self.keep_checkpoints)
+        self._retain(config, stored, checkpoint, metadata)
         return stored
 
     async def aput(
@@ -366,10 +366,37 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         if not self.passthrough:
             checkpoint = await aapply_reducer(self.reducer, checkpoint, config, self.messages_key)
         stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
-        if self._retention is not None and self.keep_checkpoints is not None:
-            thread_id, checkpoint_ns = _where(stored)
-            await self._retention.akeep_latest(thread_id, checkpoint_ns, self.keep_checkpoints)
+        await self._aretain(config, stored, checkpoint, metadata)
         return stored
+
+    # -- retention -------------------------------------------------------------------
+
+    def _retain(
+        self, config: RunnableConfig, stored: RunnableConfig, checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> None:
+        """``keep_checkpoints`` after a write, keeping what a DeltaChannel is rebuilt from."""
+        keep = self.keep_checkpoints
+        if self._retention is None or keep is None:
+            return
+        parent = config["configurable"].get("checkpoint_id")
+        self._floors.note(self.inner, stored, checkpoint, metadata, parent, keep)
+        thread_id, checkpoint_ns = _where(stored)
+        floor = self._floors.floor(thread_id, checkpoint_ns, keep)
+        self._retention.keep_latest(thread_id, checkpoint_ns, keep, floor)
+
+    async def _aretain(
+        self, config: RunnableConfig, stored: RunnableConfig, checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> None:
+        keep = self.keep_checkpoints
+        if self._retention is None or keep is None:
+            return
+        parent = config["configurable"].get("checkpoint_id")
+        await self._floors.anote(self.inner, stored, checkpoint, metadata, parent, keep)
+        thread_id, checkpoint_ns = _where(stored)
+        floor = self._floors.floor(thread_id, checkpoint_ns, keep)
+        await self._retention.akeep_latest(thread_id, checkpoint_ns, keep, floor)
 
     # -- delegated -----------------------------------------------------------------
 
