@@ -161,12 +161,8 @@ class _Counting:
             reported = reported_input_tokens(messages[i]) if ident is not None else None
             if reported is None or i == 0:
                 return
-            with self._calibration_lock:
-                if ident in self._observed:
-                    return
-                self._observed[ident] = None
-                if len(self._observed) > _MAX_OBSERVED:
-                    del self._observed[next(iter(self._observed))]
+            if not self._first_sight(ident):
+                return
             estimated = sum(counts[:i]) + self._overhead + REPLY_PRIMING_TOKENS
             self.calibration(namespace).observe(estimated, reported)
             return
@@ -269,12 +265,19 @@ class _Counting:
             reported = reported_input_tokens(new[k])
             if reported is None or i == 0:
                 return
-            with self._calibration_lock:
-                if ident in self._observed:
-                    return
-                self._observed[ident] = None
-                if len(self._observed) > _MAX_OBSERVED:
-                    del self._observed[next(iter(self._observed))]
+            if not self._first_sight(ident):
+                return
             estimated = before + sum(counts[:k]) + self._overhead + REPLY_PRIMING_TOKENS
             self.calibration(namespace).observe(estimated, reported)
             return
+
+    def _first_sight(self, ident: str) -> bool:
+        """Whether the ai message ``ident`` is observed for the first time (then it is
+        remembered as observed; the oldest of ``_MAX_OBSERVED`` are forgotten first)."""
+        with self._calibration_lock:
+            if ident in self._observed:
+                return False
+            self._observed[ident] = None
+            if len(self._observed) > _MAX_OBSERVED:
+                del self._observed[next(iter(self._observed))]
+            return True
