@@ -14,17 +14,18 @@ cannot see its result, a placeholder of it, or the turn note naming it:
   (before the agent's answer): the interjection joins the turn.
 
 In all: every step runs once, no step limit is reached, every request is valid for every
-provider, holds its turn's question and stays within max_tokens plus its latest step.
+provider, holds its turn's question and stays within max_tokens plus its latest step, and
+each pruned message and edited original reaches the hooks once.
 Each scenario prints requests, tool re-runs and the largest request against the budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-from turn_agents import INTEGRATIONS, Agent, Policy, Requests
+from turn_agents import INTEGRATIONS, Agent, Deliveries, Policy, Requests
 
 from agentstate_reducer import ClearToolResults, MessageReducer, Offload, agent_config
 
@@ -76,7 +77,8 @@ SCENARIOS = [
 async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
     s: Scenario, integration: str
 ) -> None:
-    reducer = MessageReducer(config=s.config)
+    delivered = Deliveries()
+    reducer = MessageReducer(config=replace(s.config, on_prune=[delivered]))
     policy = Policy(steps=s.steps)
     requests = Requests(max_tokens=s.config.max_tokens)
     most = max(s.steps(t) for t in range(s.turns)) + (1 if s.interject else 0)
@@ -90,7 +92,8 @@ async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
         f"largest request {requests.largest} tokens, {requests.most_messages} messages "
         f"({budget} + latest step {requests.largest_step}), over: {len(requests.over)}, "
         f"with a turn note: {policy.noted}, invalid: {dict(requests.invalid) or 0}, lost question: "
-        f"{policy.lost_question}"
+        f"{policy.lost_question}, handed to the hooks: {sum(delivered.counts.values())} "
+        f"(twice: {len(delivered.twice)})"
     )
     assert agent.reruns == 0 and len(agent.runs) == needed
     assert policy.lost_question == 0 and policy.wrong_turn == 0
@@ -98,3 +101,12 @@ async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
     assert requests.count == needed + s.turns
     assert not requests.over, requests.over[:3]
     assert not requests.invalid, requests.examples
+    if integration == "agents-sdk" and (s.interject or s.steps(0) == 120):
+        # A known bug: an id-less item is keyed by its content and its neighbours back to
+        # the nearest id (hooks.context_keys, from the content before any edit). The
+        # session's store and the run's input differ there: the store holds a result
+        # already cleared (the input the original), or has lost the steps before an
+        # interjection; so the session and the filter each hand the item over once.
+        assert delivered.twice, "fixed: every scenario now checks the hooks"
+        pytest.xfail(f"{len(delivered.twice)} items reached the hooks twice")
+    assert not delivered.twice, delivered.twice[:3]  # each original and message once

@@ -74,6 +74,7 @@ from test_pydantic_ai_agents import pairing_problems
 
 from agentstate_reducer import MessageReducer, validate_history
 from agentstate_reducer.langgraph import ReducingMiddleware, reducing_add_messages
+from agentstate_reducer.messages import package_note
 from agentstate_reducer.openai_agents import ReducingSession, reducing_input_filter
 from agentstate_reducer.pydantic_ai import ReducingCapability
 from agentstate_reducer.validate import PROVIDERS
@@ -195,6 +196,29 @@ class Requests:
                 self.invalid[provider] += 1
                 if len(self.examples) < 4:
                     self.examples.append(f"request {self.count}, {provider}: {found[0]}")
+
+
+@dataclass
+class Deliveries:
+    """An ``on_prune`` hook counting what reached it: an edited original by its edit and
+    handle, a pruned message by its id (PydanticAI: its repr; SDK items: their JSON)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def __call__(self, pruned: list[Any], namespace: Any) -> None:
+        for m in pruned:
+            note = package_note(m)
+            if note is not None:
+                key = f"{note.get('edit')} {note.get('handle')}"
+            elif isinstance(m, dict):
+                key = json.dumps(m, sort_keys=True, default=str)
+            else:
+                key = getattr(m, "id", None) or repr(m)
+            self.counts[key] += 1
+
+    @property
+    def twice(self) -> list[str]:
+        return [k[:80] for k, n in self.counts.items() if n > 1]
 
 
 def _latest_step(counts: Sequence[int], first: int | None, last: int) -> int:
