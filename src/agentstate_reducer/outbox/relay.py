@@ -38,8 +38,18 @@ def _check_outbox(outbox: object) -> Outbox:
     return outbox
 
 
+class _StoringHook:
+    """What both outbox hooks are: the outbox they store in, checked, and their repr."""
 
-class OutboxHook:
+    def __init__(self, outbox: Outbox) -> None:
+        #: Where pruned messages are stored.
+        self.outbox = _check_outbox(outbox)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.outbox!r})"
+
+
+class OutboxHook(_StoringHook):
     """An ``on_prune`` hook that stores each pruned batch in ``outbox`` before returning.
 
     ``reduce()`` re-raises the :class:`~agentstate_reducer.OutboxError` it raises when the
@@ -54,27 +64,13 @@ class OutboxHook:
         >>> Relay(outbox, store_hook(store)).run_forever(stop)          # elsewhere
     """
 
-    def __init__(self, outbox: Outbox) -> None:
-        #: Where pruned messages are stored.
-        self.outbox = _check_outbox(outbox)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.outbox!r})"
-
     def __call__(self, pruned: list[Any], namespace: Any = None) -> None:
         """Store ``pruned`` under ``namespace``."""
         self.outbox.enqueue(pruned, namespace)
 
 
-class AsyncOutboxHook:
+class AsyncOutboxHook(_StoringHook):
     """:class:`OutboxHook` for ``areduce()``: the storage call runs in a worker thread."""
-
-    def __init__(self, outbox: Outbox) -> None:
-        #: Where pruned messages are stored.
-        self.outbox = _check_outbox(outbox)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.outbox!r})"
 
     async def __call__(self, pruned: list[Any], namespace: Any = None) -> None:
         """Store ``pruned`` under ``namespace`` without blocking the event loop."""
