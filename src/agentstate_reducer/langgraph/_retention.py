@@ -345,11 +345,42 @@ def _sqlite(
     return statements
 
 
-class _Sqlite:
-    """``SqliteSaver``: its connection, under its lock, committed once."""
+class _Threaded:
+    """A sync saver's retention: ``akeep_latest`` runs ``keep_latest`` in a worker thread."""
 
     def __init__(self, saver: Any) -> None:
         self.saver = saver
+
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        raise NotImplementedError
+
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep, floor)
+
+
+class _OnLoop:
+    """An async saver's retention: ``keep_latest`` runs ``akeep_latest`` on the saver's loop."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def keep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep, floor))
+
+    async def akeep_latest(
+        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
+    ) -> None:
+        raise NotImplementedError
+
+
+class _Sqlite(_Threaded):
+    """``SqliteSaver``: its connection, under its lock, committed once."""
 
     def keep_latest(
         self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
@@ -361,22 +392,9 @@ class _Sqlite:
             for sql, params in _sqlite(thread_id, checkpoint_ns, keep, floor):
                 cur.execute(sql, params)
 
-    async def akeep_latest(
-        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
-    ) -> None:
-        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep, floor)
 
-
-class _AsyncSqlite:
+class _AsyncSqlite(_OnLoop):
     """``AsyncSqliteSaver``: its aiosqlite connection, under its lock, on its loop."""
-
-    def __init__(self, saver: Any) -> None:
-        self.saver = saver
-
-    def keep_latest(
-        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
-    ) -> None:
-        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep, floor))
 
     async def akeep_latest(
         self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
@@ -426,11 +444,8 @@ def _postgres(checkpoint_ns: str) -> tuple[str, ...]:
     return _POSTGRES_ROOT if checkpoint_ns == "" else _POSTGRES_NAMESPACE
 
 
-class _Postgres:
+class _Postgres(_Threaded):
     """``PostgresSaver``: its connection (or pool) and lock, in one transaction."""
-
-    def __init__(self, saver: Any) -> None:
-        self.saver = saver
 
     def keep_latest(
         self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
@@ -440,22 +455,9 @@ class _Postgres:
             for sql in _postgres(checkpoint_ns):
                 cur.execute(sql, params)
 
-    async def akeep_latest(
-        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
-    ) -> None:
-        await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep, floor)
 
-
-class _AsyncPostgres:
+class _AsyncPostgres(_OnLoop):
     """``AsyncPostgresSaver``: the same statements through its async connection."""
-
-    def __init__(self, saver: Any) -> None:
-        self.saver = saver
-
-    def keep_latest(
-        self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
-    ) -> None:
-        _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep, floor))
 
     async def akeep_latest(
         self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
