@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Annotated, Any
 
 import pytest
@@ -26,8 +29,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from agentstate_reducer import ConfigError, MessageReducer, ReducerConfig
-from agentstate_reducer.langgraph import ReducingSaver
+from agentstate_reducer import ConfigError, ConfigTypeError, MessageReducer, ReducerConfig
+from agentstate_reducer.langgraph import ReducingSaver, ThreadTTL
 
 TURNS = 8
 
@@ -430,3 +433,143 @@ async def test_delta_channel_threads_resume_with_retention(
         # Bounded by the snapshot cadence, not by the thread's length: at most the chain
         # from the newest checkpoints back to their snapshot (every 5 updates).
         assert rows["checkpoints"] <= keep + 5
+
+
+# -- time-based retention: ThreadTTL and the sweep -------------------------------------------
+
+
+async def turns(graph: Any, backend: Backend, thread: str, count: int, start: int = 0) -> Any:
+    result = None
+    for turn in range(start, start + count):
+        payload = {"messages": [f"{thread} question {turn}"], "turns": turn}
+        result = await run(graph, backend, payload, config(thread))
+    return result
+
+
+async def sweep(saver: ReducingSaver, backend: Backend, now: float) -> list[str]:
+    if backend.is_async:
+        return await saver.asweep(now)
+    return await asyncio.to_thread(saver.sweep, now)
+
+
+async def test_idle_threads_are_deleted_and_the_others_left(backend_factory: Any) -> None:
+    async with backend_factory() as backend:
+        saver = ReducingSaver(backend.saver, reducer(), ttl=ThreadTTL(idle=timedelta(hours=1)))
+        graph = delta_graph(saver)
+        await turns(graph, backend, "idle", 2)
+        between = time.time()
+        await asyncio.sleep(0.05)
+        await turns(graph, backend, "busy", 2)
+        # An hour after "idle" was last written, "busy" is still younger than an hour.
+        assert await sweep(saver, backend, between + 3600) == ["idle"]
+        assert (await backend.rows("idle"))["checkpoints"] == 0
+        assert (await backend.rows("busy"))["checkpoints"] > 0
+        assert await sweep(saver, backend, between) == []
+        # The deleted thread starts afresh; the other resumes whole.
+        result = await turns(graph, backend, "busy", 1, start=2)
+        assert len(result["messages"]) == 9
+
+
+async def test_old_threads_expire_by_age_however_busy(backend_factory: Any) -> None:
+    async with backend_factory() as backend:
+        saver = ReducingSaver(backend.saver, reducer(), ttl=ThreadTTL(age=3600))
+        graph = delta_graph(saver)
+        begun = time.time()
+        await turns(graph, backend, "old", 1)
+        await asyncio.sleep(0.05)
+        await turns(graph, backend, "young", 1)
+        # A new process goes on writing "old": its start is read back from storage.
+        again = delta_graph(ReducingSaver(backend.saver, reducer(), ttl=ThreadTTL(age=3600)))
+        await turns(again, backend, "old", 2, start=1)
+        assert await sweep(saver, backend, begun + 3600.04) == ["old"]
+
+
+@pytest.mark.parametrize("keep", [None, 2])
+async def test_keep_latest_leaves_one_checkpoint_that_resumes_whole(
+    backend_factory: Any, keep: int | None
+) -> None:
+    async with backend_factory() as backend:
+        ttl = ThreadTTL(idle=60, strategy="keep_latest")
+        saver = ReducingSaver(backend.saver, reducer(), keep_checkpoints=keep, ttl=ttl)
+        graph, every = delta_graph(saver), delta_graph(InMemorySaver())
+        threads = ["a", "b", "c"]
+        for thread in threads:
+            await turns(graph, backend, thread, 4)
+            for turn in range(4):
+                every.invoke({"messages": [f"{thread} question {turn}"], "turns": turn},
+                             config(thread))
+        assert await sweep(saver, backend, time.time() + 61) == threads
+        for thread in threads:
+            rows = await backend.rows(thread)
+            # One checkpoint, plus the ones back to the snapshot its DeltaChannel needs.
+            assert 1 <= rows["checkpoints"] <= 6
+            fresh = delta_graph(ReducingSaver(backend.saver, reducer()))
+            got = await turns(fresh, backend, thread, 1, start=4)
+            want = every.invoke({"messages": [f"{thread} question 4"], "turns": 4},
+                                config(thread))
+            assert got == want
+
+
+def test_a_sweep_never_blocks_a_run_on_another_thread() -> None:
+    inner = InMemorySaver()
+    saver = ReducingSaver(inner, reducer(), ttl=ThreadTTL(idle=60))
+    graph = delta_graph(saver)
+    graph.invoke({"messages": ["old"], "turns": 0}, config("old"))
+    graph.invoke({"messages": ["other"], "turns": 0}, config("other"))
+    deleting, release = threading.Event(), threading.Event()
+    real_delete = inner.delete_thread
+
+    def slow_delete(thread_id: str) -> None:
+        deleting.set()
+        release.wait(30)
+        real_delete(thread_id)
+
+    inner.delete_thread = slow_delete  # type: ignore[method-assign]
+    swept: list[list[str]] = []
+    sweeper = threading.Thread(target=lambda: swept.append(saver.sweep(time.time() + 61)))
+    sweeper.start()
+    assert deleting.wait(30)
+    # Mid-sweep: a run on a thread not being deleted goes through, start to end.
+    graph.invoke({"messages": ["more"], "turns": 1}, config("other"))
+    # A run writing the thread being deleted waits for that one deletion, then writes on.
+    late = threading.Thread(
+        target=graph.invoke, args=({"messages": ["again"], "turns": 1}, config("old"))
+    )
+    late.start()
+    late.join(0.2)
+    assert late.is_alive()
+    release.set()
+    sweeper.join(30)
+    late.join(30)
+    assert not late.is_alive() and not sweeper.is_alive()
+    assert swept == [["old", "other"]] or swept == [["old"]]
+    assert graph.get_state(config("old")).values["turns"] == 2  # its writes landed after
+
+
+def test_the_background_sweep_deletes_idle_threads() -> None:
+    inner = InMemorySaver()
+    ttl = ThreadTTL(idle=0.05, sweep_every=0.02)
+    saver = ReducingSaver(inner, reducer(), ttl=ttl)
+    delta_graph(saver).invoke({"messages": ["hi"], "turns": 0}, config("bg"))
+    deadline = time.monotonic() + 30
+    while inner.storage.get("bg") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    saver._need_sweeper().stop()
+    assert not inner.storage.get("bg")
+
+
+def test_ttl_arguments_are_checked() -> None:
+    with pytest.raises(ConfigError, match="idle= or age="):
+        ThreadTTL()
+    with pytest.raises(ConfigError, match="idle must be positive"):
+        ThreadTTL(idle=0)
+    with pytest.raises(ConfigTypeError, match="age must be a timedelta or seconds"):
+        ThreadTTL(age="1d")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="strategy must be 'delete' or 'keep_latest'"):
+        ThreadTTL(idle=1, strategy="archive")
+    with pytest.raises(ConfigError, match="sweep_every must be positive"):
+        ThreadTTL(idle=1, sweep_every=-1)
+    with pytest.raises(ConfigTypeError, match="ttl must be a ThreadTTL"):
+        ReducingSaver(InMemorySaver(), reducer(), ttl=3600)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="sweep\\(\\) needs"):
+        ReducingSaver(InMemorySaver(), reducer()).sweep()

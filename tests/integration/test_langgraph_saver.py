@@ -22,6 +22,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agentstate_reducer import MessageFormatError, MessageReducer, ReducerConfig
 from agentstate_reducer.langgraph import (
     ReducingSaver,
+    ThreadTTL,
     aapply_reducer,
     apply_reducer,
     memory_namespace,
@@ -456,14 +457,14 @@ async def sqlite_saver() -> AsyncIterator[ThreadedSqliteSaver]:
         conn.close()
 
 
-async def run_conformance(name: str, make_inner: Any) -> tuple[Any, set[str]]:
+async def run_conformance(name: str, make_inner: Any, **retention: Any) -> tuple[Any, set[str]]:
     inner_caps: set[str] = set()
 
     @checkpointer_test(name=f"ReducingSaver({name})")
     async def factory() -> AsyncIterator[BaseCheckpointSaver[Any]]:
         async with make_inner() as inner:
             inner_caps.update(detected(inner))
-            yield ReducingSaver(inner, MessageReducer(2, 4))
+            yield ReducingSaver(inner, MessageReducer(2, 4), **retention)
 
     report = await validate(factory)
     return report, inner_caps
@@ -486,7 +487,60 @@ async def test_conformance(name: str) -> None:
     assert sum(r.tests_passed for r in report.results.values()) > 20
 
 
-async def test_conformance_on_postgres(postgres: dict[str, Any]) -> None:
+@pytest.mark.parametrize("name", sorted(CONFORMANCE))
+async def test_conformance_with_time_based_retention(name: str) -> None:
+    # Nothing expires while the suite runs, and nothing is swept on a write: it all holds.
+    ttl = ThreadTTL(idle=3600, age=86_400, strategy="keep_latest")
+    report, inner_caps = await run_conformance(name, CONFORMANCE[name], ttl=ttl)
+    failures = {k: r.failures for k, r in report.results.items() if r.failures}
+    assert report.passed_all(), failures
+    assert {k for k, r in report.results.items() if r.detected} == inner_caps
+
+
+#: The conformance tests that read back a checkpoint keep_checkpoints=K has deleted by
+#: design (docs/langgraph.md, "Retention and the conformance suite"), per K.
+DELETED_BY_RETENTION = {
+    1: {
+        "put": {"test_put_incremental_channel_update", "test_put_multiple_checkpoints_same_thread",
+                "test_put_parent_config"},
+        "get_tuple": {"test_get_tuple_parent_config", "test_get_tuple_specific_checkpoint_id"},
+        "list": {"test_list_all", "test_list_before", "test_list_by_thread",
+                 "test_list_combined_thread_and_filter", "test_list_limit",
+                 "test_list_limit_plus_before", "test_list_metadata_custom_keys",
+                 "test_list_metadata_filter_single_key", "test_list_metadata_filter_step",
+                 "test_list_ordering"},
+    },
+    3: {
+        "list": {"test_list_all", "test_list_before", "test_list_by_thread",
+                 "test_list_metadata_filter_single_key", "test_list_ordering"},
+    },
+}
+
+
+@pytest.mark.parametrize("keep", sorted(DELETED_BY_RETENTION))
+@pytest.mark.parametrize("name", sorted(CONFORMANCE))
+async def test_conformance_with_keep_checkpoints_fails_only_where_it_deletes(
+    name: str, keep: int
+) -> None:
+    report, inner_caps = await run_conformance(name, CONFORMANCE[name], keep_checkpoints=keep)
+    failed = {
+        k: {str(f).split(":")[0] for f in r.failures}
+        for k, r in report.results.items()
+        if r.failures
+    }
+    # Only tests that read an older checkpoint back fail; every other one, and every
+    # optional capability claimed, passes.
+    assert failed == DELETED_BY_RETENTION[keep]
+    assert {k for k, r in report.results.items() if r.detected} == inner_caps
+
+
+@pytest.mark.parametrize(
+    "retention",
+    [{}, {"ttl": ThreadTTL(idle=3600, strategy="keep_latest")}, {"keep_checkpoints": 1},
+     {"keep_checkpoints": 3}],
+    ids=["none", "ttl", "keep1", "keep3"],
+)
+async def test_conformance_on_postgres(postgres: dict[str, Any], retention: dict[str, Any]) -> None:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg import AsyncConnection
 
@@ -497,8 +551,11 @@ async def test_conformance_on_postgres(postgres: dict[str, Any]) -> None:
             await saver.setup()
             yield saver
 
-    report, inner_caps = await run_conformance("AsyncPostgresSaver", postgres_saver)
-    failures = {k: r.failures for k, r in report.results.items() if r.failures}
-    assert report.passed_all(), failures
-    assert "prune" in inner_caps
+    report, inner_caps = await run_conformance("AsyncPostgresSaver", postgres_saver, **retention)
+    failed = {
+        k: {str(f).split(":")[0] for f in r.failures} for k, r in report.results.items()
+        if r.failures
+    }
+    assert failed == DELETED_BY_RETENTION.get(retention.get("keep_checkpoints"), {})
+    assert "prune" in inner_caps and report.results["prune"].tests_passed > 0
     assert {k for k, r in report.results.items() if r.detected} == inner_caps

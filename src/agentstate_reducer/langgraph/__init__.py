@@ -22,6 +22,7 @@ from __future__ import annotations
 __all__ = (
     "ReducingMiddleware",
     "ReducingSaver",
+    "ThreadTTL",
     "aapply_reducer",
     "afetch_original",
     "apply_reducer",
@@ -50,6 +51,7 @@ from ._recall import recall_tool
 from ._recover import recovering_model
 from ._saver import ReducingSaver, aapply_reducer, apply_reducer, memory_namespace
 from ._store import afetch_original, fetch_original, store_hook
+from ._ttl import ThreadTTL
 
 if TYPE_CHECKING:
     from ._middleware import ReducingMiddleware

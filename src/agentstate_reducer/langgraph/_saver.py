@@ -25,6 +25,7 @@ from ..read import read_message
 from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 from ._retention import DeltaFloors, Retention, retention_for
 from ._shared import share_locks
+from ._ttl import Sweeper, ThreadTTL
 
 __all__ = ("ReducingSaver", "aapply_reducer", "apply_reducer", "memory_namespace")
 
@@ -219,6 +220,10 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
             the thread's namespace, with their writes and the blobs they reference, and
             delete the older ones through the inner saver's own connection (``None``:
             keep every checkpoint). See docs/langgraph.md for the supported savers.
+            A checkpoint a kept one is rebuilt from (``DeltaChannel``) is kept too.
+        ttl: time-based retention per thread (:class:`ThreadTTL`: ``idle`` and ``age``
+            limits, ``"delete"`` or ``"keep_latest"``), applied by :meth:`sweep` or a
+            background sweep, never on a run's path.
 
     Raises:
         ConfigTypeError: ``inner`` is not a ``BaseCheckpointSaver`` (a ``TypeError``).
@@ -250,6 +255,9 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     keep_checkpoints: int | None
     _retention: Retention | None
     _floors: DeltaFloors
+    #: When threads expire and what a sweep does then (``None``: never).
+    ttl: ThreadTTL | None
+    _sweeper: Sweeper | None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ReducingSaver:
         inner = args[0] if args else kwargs.get("inner")
@@ -266,6 +274,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         *,
         messages_key: str = "messages",
         keep_checkpoints: int | None = None,
+        ttl: ThreadTTL | None = None,
     ) -> None:
         if not isinstance(inner, BaseCheckpointSaver):
             raise ConfigTypeError(f"inner must be a LangGraph BaseCheckpointSaver, got {inner!r}")
@@ -291,6 +300,9 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
                 f"keep_checkpoints must be None or an int >= 1, got {keep_checkpoints!r}"
             )
         retention = None if keep_checkpoints is None else retention_for(inner, keep_checkpoints)
+        if ttl is not None and not isinstance(ttl, ThreadTTL):
+            raise ConfigTypeError(f"ttl must be a ThreadTTL or None, got {ttl!r:.80}")
+        sweeper = None if ttl is None else Sweeper(inner, ttl)
         if held is None:
             inner.reducer = reducer  # type: ignore[attr-defined]
         share_locks(inner, reducer)
@@ -301,6 +313,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         self.keep_checkpoints = keep_checkpoints
         self._retention = retention
         self._floors = DeltaFloors()
+        self.ttl = ttl
+        self._sweeper = sweeper
 
     def __repr__(self) -> str:
         return (
@@ -336,6 +350,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         clone.inner = inner
         if self.keep_checkpoints is not None:
             clone._retention = retention_for(inner, self.keep_checkpoints)
+        if self.ttl is not None:
+            clone._sweeper = Sweeper(inner, self.ttl)
         return clone
 
     def get_next_version(self, current: Any, channel: None) -> Any:
@@ -350,6 +366,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if self._sweeper is not None:
+            metadata = self._sweeper.before_put(config, metadata)
         if not self.passthrough:
             checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
         stored = self.inner.put(config, checkpoint, metadata, new_versions)
@@ -363,6 +381,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if self._sweeper is not None:
+            metadata = await self._sweeper.abefore_put(config, metadata)
         if not self.passthrough:
             checkpoint = await aapply_reducer(self.reducer, checkpoint, config, self.messages_key)
         stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
@@ -370,6 +390,24 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         return stored
 
     # -- retention -------------------------------------------------------------------
+
+    def sweep(self, now: float | None = None) -> builtins.list[str]:
+        """Apply ``ttl`` to every stored thread now; returns the ids of the threads it
+        deleted (or pruned to their latest checkpoint). ``now``: unix seconds.
+
+        Raises:
+            ConfigError: the saver has no ``ttl``.
+        """
+        return self._need_sweeper().sweep(now)
+
+    async def asweep(self, now: float | None = None) -> builtins.list[str]:
+        """Async :meth:`sweep`, through the inner saver's async methods."""
+        return await self._need_sweeper().asweep(now)
+
+    def _need_sweeper(self) -> Sweeper:
+        if self._sweeper is None:
+            raise ConfigError("sweep() needs ReducingSaver(..., ttl=ThreadTTL(...))")
+        return self._sweeper
 
     def _retain(
         self, config: RunnableConfig, stored: RunnableConfig, checkpoint: Checkpoint,
