@@ -153,7 +153,9 @@ def _heads(inner: BaseCheckpointSaver[Any]) -> dict[str, str]:
     family = _sql_family(inner)
     if isinstance(inner, InMemorySaver):
         return {
-            str(t): max(spaces[""]) for t, spaces in list(inner.storage.items()) if spaces.get("")
+            str(t): max(list(spaces[""]))
+            for t, spaces in list(inner.storage.items())
+            if spaces.get("")
         }
     if family == "SqliteSaver":
         with inner.cursor(transaction=False) as cur:  # type: ignore[attr-defined]
@@ -247,6 +249,7 @@ class Sweeper:
 
     async def abefore_put(self, config: Any, metadata: Any) -> Any:
         """Async :meth:`before_put`: the parent is read through ``aget_tuple``."""
+        self.start_background()
         thread_id, checkpoint_ns, parent_id = _parts(config)
         busy = self._wait_for(thread_id)
         if busy is not None:
