@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..read import (
     AI,
     BLANK_PART,
@@ -11,7 +9,6 @@ from ..read import (
     REASONING_PART,
     SYSTEM,
     content_kinds,
-    read_messages,
 )
 from .rules import (
     _KNOWN_ROLES,
@@ -25,25 +22,14 @@ from .rules import (
     SPLIT_PARALLEL,
     UNANSWERED_CALL,
     Problem,
+    _Checks,
     _unknown_role,
 )
 
 
-class _BedrockChecker:
+class _BedrockChecker(_Checks):
     """Bedrock Converse rules, in Bedrock's wording: user and assistant messages alternate,
     and each assistant ``toolUse`` is answered by a ``toolResult`` in the next message."""
-
-    def __init__(self, messages: list[Any]) -> None:
-        self.messages = messages
-        self.views = read_messages(messages)
-        self.problems: list[Problem] = []
-        #: call id -> index of the latest assistant message that issued it.
-        self.issued: dict[str, int] = {}
-        #: call ids answered since they were issued.
-        self.answered: set[str] = set()
-
-    def add(self, index: int, rule: str, detail: str, fix: str) -> None:
-        self.problems.append(Problem(index, rule, detail, fix))
 
     def run(self) -> list[Problem]:
         kinds = [content_kinds(m, i) for i, m in enumerate(self.messages)]

@@ -13,7 +13,6 @@ from ..read import (
     TOOL,
     TOOL_RESULT_PART,
     content_kinds,
-    read_messages,
     reasoning_parts,
 )
 from .rules import (
@@ -33,32 +32,24 @@ from .rules import (
     UNANSWERED_CALL,
     UNSIGNED_THINKING,
     Problem,
+    _Checks,
     _ids,
     _unknown_role,
 )
 
 
-class _Checker:
+class _Checker(_Checks):
     """One pass over the views; collects problems in message order."""
 
     def __init__(self, messages: list[Any], anthropic: bool) -> None:
-        self.messages = messages
-        self.views = read_messages(messages)
+        super().__init__(messages)
         self.anthropic = anthropic
-        self.problems: list[Problem] = []
-        #: call id -> index of the latest assistant message that issued it.
-        self.issued: dict[str, int] = {}
-        #: call ids answered since they were issued.
-        self.answered: set[str] = set()
         #: calls of the open assistant turn still awaiting a result: id -> issuer index.
         self.awaiting: dict[str, int] = {}
         #: whether the open assistant turn got any result at all.
         self.got_result = False
         #: role of the previous message that takes part in turns (None before the first).
         self.previous: str | None = None
-
-    def add(self, index: int, rule: str, detail: str, fix: str) -> None:
-        self.problems.append(Problem(index, rule, detail, fix))
 
     def close(self, at: int | None, *, inclusive: bool = False) -> None:
         """End the open assistant turn's results: every call still awaiting one is a problem.

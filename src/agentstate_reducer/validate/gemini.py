@@ -13,7 +13,6 @@ from ..read import (
     TOOL_USE_PART,
     call_signatures,
     content_kinds,
-    read_messages,
 )
 from .rules import (
     _KNOWN_ROLES,
@@ -28,28 +27,20 @@ from .rules import (
     RESPONSE_COUNT,
     UNANSWERED_CALL,
     Problem,
+    _Checks,
     _ids,
     _unknown_role,
 )
 
 
-class _GeminiChecker:
+class _GeminiChecker(_Checks):
     """Gemini ``contents`` rules, in Gemini's wording: a function call turn is answered by
     the very next content, one function response part per function call part."""
 
     def __init__(self, messages: list[Any]) -> None:
-        self.messages = messages
-        self.views = read_messages(messages)
-        self.problems: list[Problem] = []
-        #: call id -> index of the latest model content that issued it.
-        self.issued: dict[str, int] = {}
-        #: call ids answered since they were issued.
-        self.answered: set[str] = set()
+        super().__init__(messages)
         #: ``(index, call ids, call parts)`` of the model turn awaiting its responses.
         self.open: tuple[int, tuple[str, ...], int] | None = None
-
-    def add(self, index: int, rule: str, detail: str, fix: str) -> None:
-        self.problems.append(Problem(index, rule, detail, fix))
 
     def close(self, at: int) -> None:
         if self.open is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ReducerError
 from ..read import (
@@ -12,6 +13,7 @@ from ..read import (
     HUMAN,
     SYSTEM,
     TOOL,
+    read_messages,
 )
 
 #: Providers whose rules are known.
@@ -194,3 +196,20 @@ def _unknown_role(index: int, role: str) -> Problem:
 
 def _ids(ids: Iterable[str]) -> str:
     return ", ".join(repr(i) for i in ids)
+
+
+class _Checks:
+    """What every provider's checker holds: the messages and their records, the problems
+    found, and the tool calls issued and answered so far."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self.messages = messages
+        self.views = read_messages(messages)
+        self.problems: list[Problem] = []
+        #: call id -> index of the latest assistant message (model content) that issued it.
+        self.issued: dict[str, int] = {}
+        #: call ids answered since they were issued.
+        self.answered: set[str] = set()
+
+    def add(self, index: int, rule: str, detail: str, fix: str) -> None:
+        self.problems.append(Problem(index, rule, detail, fix))
