@@ -66,6 +66,37 @@ async def test_filter_bounds_each_call_and_hands_each_item_over_once() -> None:
     assert {ns for ns, _ in hook.got} == {("memories", "bob")}
 
 
+async def test_filter_reduces_its_last_survivors_plus_what_the_run_added() -> None:
+    reducer = MessageReducer(config=agent_config(min_messages=5, max_messages=10))
+    given: list[list[Any]] = []
+    areduce = reducer.areduce
+
+    async def spy(messages: Any, **kwargs: Any) -> Any:
+        given.append(list(messages))
+        return await areduce(messages, **kwargs)
+
+    reducer.areduce = spy  # type: ignore[method-assign]
+    reduce_input = reducing_input_filter(reducer)
+    run = turn(0) + turn(1) + turn(2)
+    first = await reduce_input(data(list(run)))
+    kept = [m for m in given[0] if any(m is s for s in first.input)]
+    assert len(kept) < len(run)
+    # The next call's input extends the last one: its survivors, then the new items.
+    await reduce_input(data([*run, *turn(3)]))
+    assert given[1][: len(kept)] == kept and all(
+        a is b for a, b in zip(given[1], kept, strict=False)
+    )
+    assert given[1][len(kept) :] == turn(3)
+    # Another input (a new run, another conversation) is reduced whole.
+    await reduce_input(data(turn(7) + turn(8)))
+    assert given[2] == turn(7) + turn(8)
+    # So is the same input under another namespace.
+    reduce_bob = reducing_input_filter(reducer, namespace=lambda d: d.agent.name)
+    await reduce_bob(data(list(run)))
+    await reduce_bob(data(list(run), Agent(name="b", instructions="be brief")))
+    assert given[-1] == run
+
+
 async def test_filter_counts_tools_and_instructions_in_token_mode() -> None:
     @function_tool
     def lookup(query: str) -> str:

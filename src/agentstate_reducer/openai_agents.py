@@ -81,9 +81,14 @@ def reducing_input_filter(
     """A ``call_model_input_filter`` that reduces the input of every model call.
 
     The SDK keeps its own list of the run's items and hands the whole of it to the filter
-    before each call, so the same old items are pruned again on every call: the reducer's
-    ledger hands each to the hooks once. In token mode the agent's tools and the call's
-    instructions are counted once against the budget (again when they change).
+    before each call. When that list is the previous call's input plus new items, the
+    filter reduces what it returned last plus the new items, as the other integrations
+    reduce their stored state: an item pruned or edited once stays so, the reducer's
+    append path reads only the new items, and a ``ReducingSession`` on the same reducer
+    sees the same history its store holds (so each item reaches the hooks once, keyed
+    alike). Any other input (a new run, another conversation) is reduced whole. In token
+    mode the agent's tools and the call's instructions are counted once against the
+    budget (again when they change).
 
     Args:
         reducer: the reducer run before each model call; ``None`` for
@@ -97,6 +102,8 @@ def reducing_input_filter(
     """
     reducer = reducer_or_recipe(reducer)
     seen: list[Any] = [None]
+    #: ``(input, namespace, survivors)`` of the latest call.
+    last: list[tuple[list[Any], Any, list[Any]]] = []
 
     def count_overhead(data: CallModelData[Any]) -> None:
         tools = list(getattr(data.agent, "tools", ()) or ())
@@ -112,7 +119,14 @@ def reducing_input_filter(
         if reducer.config.token_mode:
             count_overhead(data)
         where = namespace(data) if callable(namespace) else namespace
-        result = await reducer.areduce(list(data.model_data.input), namespace=where)
+        items = list(data.model_data.input)
+        todo = items
+        if last:
+            before, at, after = last[0]
+            if at == where and len(items) >= len(before) and items[: len(before)] == before:
+                todo = [*after, *items[len(before) :]]
+        result = await reducer.areduce(todo, namespace=where)
+        last[:] = [(items, where, list(result.surviving))]
         warn_once_over_budget(reducer, result, where)
         return ModelInputData(
             input=_sendable(result.surviving), instructions=data.model_data.instructions
