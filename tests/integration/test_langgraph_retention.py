@@ -573,3 +573,24 @@ def test_ttl_arguments_are_checked() -> None:
         ReducingSaver(InMemorySaver(), reducer(), ttl=3600)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="sweep\\(\\) needs"):
         ReducingSaver(InMemorySaver(), reducer()).sweep()
+
+
+async def test_a_delta_channel_fork_from_a_kept_checkpoint_resumes(backend_factory: Any) -> None:
+    async with backend_factory() as backend:
+        graph = delta_graph(ReducingSaver(backend.saver, reducer(), keep_checkpoints=2))
+        every = delta_graph(InMemorySaver())
+        for turn in range(4):
+            payload = {"messages": [f"q{turn}"], "turns": turn}
+            await run(graph, backend, payload, config("fork"))
+            every.invoke(payload, config("fork"))
+        kept = await history(graph, backend, config("fork"))
+        want = list(every.get_state_history(config("fork")))
+        older = kept[1]  # the second newest, the checkpoint before the last step
+        twin = next(s for s in want if s.metadata["step"] == older.metadata["step"])
+        assert older.values == twin.values
+        payload = {"messages": ["forked"], "turns": 9}
+        got = await run(graph, backend, payload, older.config)
+        assert got == every.invoke(payload, twin.config)
+        # The fork is now the newest; what it and the old head need is still there.
+        state = await history(graph, backend, config("fork"))
+        assert state[0].values == got
