@@ -8,7 +8,7 @@ import textwrap
 
 BLOCKED = (
     "langgraph", "langchain_core", "langchain", "tiktoken", "psycopg", "redis", "pydantic_ai",
-    "agents", "openai",
+    "agents", "openai", "google", "agent_framework",
 )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,12 @@ from agentstate_reducer import (
     trim_messages,
     validate_history,
 )
-from agentstate_reducer.edit import ClearToolResults, Offload
+from agentstate_reducer.edit import ClearToolResults, Offload, handle_of
 from agentstate_reducer.plan import CASCADE, make_plan
 from agentstate_reducer.read import (
     content_kinds,
     editable_parts,
+    is_injected,
     message_parts,
     read_message,
     read_messages,
@@ -405,7 +407,8 @@ def test_reduce_keeps_a_valid_gemini_history_valid(
     result = MessageReducer(config=config).reduce(history)
     assert rules(result.surviving) == []
     assert history == before
-    assert all(any(m is s for s in history) for m in result.surviving)
+    # Every survivor is an input, or the turn ladder's note (a Gemini content as well).
+    assert all(any(m is s for s in history) or is_injected(m) for m in result.surviving)
 
 
 @pytest.mark.slow
@@ -696,3 +699,55 @@ def test_thought_parts_are_reasoning_parts() -> None:
     # Gemini checks the signature on the call (call_signatures), never on the thought.
     assert reasoning_parts(content) == (ReasoningPart("thought", 0, True),)
     assert reasoning_parts({"role": "user", "parts": [{"text": "q"}]}) == ()
+
+
+# -- the turn ladder on contents without ids ------------------------------------------------
+
+
+def _long_turn(steps: int) -> list[dict[str, Any]]:
+    """One question, then ``steps`` steps of one ``fetch`` call without an id each (every
+    call is ``fetch#0`` of its own content), each result ~500 tokens."""
+    history = [user("compile the report")]
+    for k in range(steps):
+        history.append(calls(("fetch", {"page": k, "text": "p" * 200})))
+        history.append(responses(("fetch", f"page {k}: " + "x" * 2000)))
+    return history
+
+
+def test_ladder_placeholders_name_the_call_of_their_own_step() -> None:
+    """Ids repeat across contents (``fetch#0`` in each): a cleared result names the
+    arguments of the call it answers, not those of the latest ``fetch#0``."""
+    reducer = MessageReducer(config=agent_config(max_tokens=3000, target_tokens=2000))
+    history = _long_turn(8)
+    page_of = {
+        handle_of(c["parts"][0]["functionResponse"]["response"]): k
+        for k, c in enumerate(history[2::2])
+    }
+    result = reducer.reduce(history)
+    named = 0
+    for content in result.surviving:
+        for part in content["parts"]:
+            output = part.get("functionResponse", {}).get("response", {}).get("output")
+            if isinstance(output, str) and output.startswith("[cleared: "):
+                handle = re.search(r"handle (ctx_[0-9a-f]{16})", output)
+                assert handle is not None, output
+                assert f'"page": {page_of[handle.group(1)]},' in output, output
+                named += 1
+    assert named >= 2
+    assert validate_history(result.surviving, provider="gemini") == []
+
+
+def test_a_turn_note_in_contents_is_a_gemini_content() -> None:
+    """The note standing for dropped steps is written as a content of one text part."""
+    reducer = MessageReducer(config=agent_config(max_tokens=2000, target_tokens=1500))
+    result = reducer.reduce(_long_turn(30))
+    assert result.turn_steps_dropped
+    notes = [c for c in result.surviving if c["parts"][0].get("text", "").startswith(
+        "[turn note: ")]
+    assert len(notes) == 1 and notes[0]["role"] == "user" and "content" not in notes[0]
+    assert read_message(notes[0]).role == "human"
+    assert validate_history(result.surviving, provider="gemini") == []
+    # Reduced again, the note is recognised as the package's own and carried on.
+    again = reducer.reduce(result.surviving)
+    assert sum(c["parts"][0].get("text", "").startswith("[turn note: ")
+               for c in again.surviving) == 1

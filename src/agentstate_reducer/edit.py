@@ -524,18 +524,20 @@ def _ladder(editor: _Editor, config: EditConfig, start: int, limit: int) -> None
         return
     target = config.effective_target_tokens
     assert target is not None
-    calls: dict[str, tuple[str | None, str]] = {}
+    # Keyed by the issuing step as well: ids may repeat across steps (Gemini's
+    # ``"<name>#<k>"`` of contents without ids), and a result answers its own step's call.
+    calls: dict[tuple[int, str], tuple[str | None, str]] = {}
     for step in older:
         for part in editor.parts(step[0]):
             if part.kind == TOOL_ARGS_PART and part.call_id is not None:
                 shown = "" if _args_cleared(part.value) else shown_args(part.value)
-                calls[part.call_id] = (part.tool, shown)
-    placed: set[str] = set()  # calls whose result is a placeholder naming the arguments
+                calls[step[0], part.call_id] = (part.tool, shown)
+    placed: set[tuple[int, str]] = set()  # calls whose result placeholder names the arguments
     for step in older:
         if total <= target:
             break
         for i in step[1:]:
-            total -= _clear_results(editor, i, calls, placed)
+            total -= _clear_results(editor, i, step[0], calls, placed)
     for step in older:
         if total <= target:
             break
@@ -543,18 +545,22 @@ def _ladder(editor: _Editor, config: EditConfig, start: int, limit: int) -> None
 
 
 def _clear_results(
-    editor: _Editor, i: int, calls: Mapping[str, tuple[str | None, str]], placed: set[str]
+    editor: _Editor,
+    i: int,
+    issuer: int,
+    calls: Mapping[tuple[int, str], tuple[str | None, str]],
+    placed: set[tuple[int, str]],
 ) -> int:
     changes = []
     for part in editor.parts(i):
         if part.kind != TOOL_RESULT_PART:
             continue
-        tool, args = calls.get(part.call_id or "", (None, ""))
+        tool, args = calls.get((issuer, part.call_id or ""), (None, ""))
         tool = tool or editor.tool_name(part, i)
         value = part.value
         if isinstance(value, str) and value.startswith("[cleared: "):
             if _CALLED.search(value) and part.call_id is not None:
-                placed.add(part.call_id)
+                placed.add((issuer, part.call_id))
             continue
         preview = _PREVIEW.match(value) if isinstance(value, str) else None
         if preview is not None:
@@ -570,16 +576,16 @@ def _clear_results(
             changes.append(_Change(part, _called(tool, args, size, handle), CLEARED, tool, size,
                                    handle))
         if part.call_id is not None and args:
-            placed.add(part.call_id)
+            placed.add((issuer, part.call_id))
     if not changes:
         return 0
     return editor.edit(i, changes, measure=True, only_if_smaller=True)
 
 
-def _clear_inputs(editor: _Editor, i: int, placed: set[str]) -> int:
+def _clear_inputs(editor: _Editor, i: int, placed: set[tuple[int, str]]) -> int:
     changes = []
     for part in editor.parts(i):
-        if part.kind != TOOL_ARGS_PART or part.call_id not in placed:
+        if part.kind != TOOL_ARGS_PART or (i, part.call_id) not in placed:
             continue
         if _args_cleared(part.value) or len(part_text(part.value)) <= _WORTH_CLEARING_CHARS:
             continue

@@ -64,6 +64,7 @@ __all__ = (
     "system_value",
     "stored",
     "synthetic",
+    "text_content",
 )
 
 # Kinds of part, as part_kind() names them.
@@ -335,6 +336,14 @@ def synthetic(
         response["response"] = {"error": content}
         parts.append({key: response})
     return {"role": "user", "parts": parts}
+
+
+def text_content(message: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI-style ``{"role": "user" | "assistant", "content": text, ...}`` written
+    as a Gemini content of one text part; its other keys (an id, a marker) are kept."""
+    role = "model" if message.get("role") == "assistant" else "user"
+    rest = {k: v for k, v in message.items() if k not in ("role", "content")}
+    return {"role": role, "parts": [{"text": message.get("content") or ""}], **rest}
 
 
 # -- the request: {"contents": [...], "systemInstruction": {...}, ...} ---------------

@@ -443,7 +443,8 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
     LangChain messages become ``HumanMessage``/``AIMessage`` carrying the package's
     marker (:data:`INJECTED_KEY`) in ``additional_kwargs``; PydanticAI messages become a
     ``ModelRequest`` / ``ModelResponse`` of one text part, the marker in ``metadata``
-    (never sent to a model); dicts using LangChain role
+    (never sent to a model); Gemini contents become contents of one text part (role
+    ``user`` or ``model``, the other keys kept); dicts using LangChain role
     names (``human``/``ai``, as ``role`` or ``type``) get those; anything else is left
     as it is.
     """
@@ -466,6 +467,8 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
         return out
     if not isinstance(sample, Mapping):
         return block
+    if _gemini.is_content(_payload(sample)[0]):
+        return [_gemini.text_content(m) for m in block]
     key = "role" if "role" in sample else "type"
     if sample.get(key) not in ("human", "ai"):
         return block
