@@ -166,3 +166,12 @@ def test_missing_adk_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert 'pip install "agentstate-reducer[adk]"' in out.stdout
+
+
+def test_a_system_instruction_content_counts_as_its_text() -> None:
+    from agentstate_reducer.adk import _text
+
+    assert _text(None) is None and _text("Be brief.") == "Be brief."
+    assert _text(types.Content(parts=[types.Part(text="Be"), types.Part(text="brief.")])) == (
+        "Be\nbrief."
+    )

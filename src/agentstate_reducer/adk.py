@@ -35,7 +35,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
         'pip install "agentstate-reducer[adk]"'
     ) from exc
 
-from .read import INJECTED_KEY, PACKAGE_NOTE
+from .read import INJECTED_KEY, PACKAGE_NOTE, read_message
+from .read.gemini import SYSTEM_KEYS, request_system
 from .reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 
 __all__ = ("ReducingPlugin", "reducing_before_model_callback", "session_namespace")
@@ -61,12 +62,12 @@ def _resolve(namespace: NamespaceLike, callback_context: CallbackContext) -> Any
 
 
 def _text(instruction: Any) -> str | None:
-    """A system instruction's text: a string, or the text parts of a content."""
+    """A system instruction's text: a string, or a content read as Gemini's one."""
     if instruction is None or isinstance(instruction, str):
         return instruction or None
-    parts = getattr(instruction, "parts", None) or []
-    text = "\n".join(p.text for p in parts if isinstance(getattr(p, "text", None), str))
-    return text or None
+    document = {SYSTEM_KEYS[1]: instruction.model_dump(mode="json", exclude_none=True)}
+    found = request_system(document)
+    return "\n".join(read_message(found[1]).texts) or None if found is not None else None
 
 
 def _tool_schemas(tools: Any) -> list[dict[str, Any]]:
