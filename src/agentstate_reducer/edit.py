@@ -1,7 +1,7 @@
 """Context editing, pure: shrink old tool results and oversized payloads inside messages.
 
 Messages + views + token counts + config -> edited copies. No I/O, no framework
-imports; the shell (``reducer.py``) hands the originals to the ``on_prune`` hooks and
+imports; the shell (``reducer.py``, ``reducing/``) hands the originals to the ``on_prune`` hooks and
 runs the pruning plan on what this returns. What it is told and what it tells (the
 options, :class:`ContextEdit`, handles and markers) is in ``_edits``, re-exported here.
 

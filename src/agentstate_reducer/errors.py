@@ -10,7 +10,7 @@
     │   └── JobDecodeError(OutboxError, ValueError)  a stored job cannot be rebuilt
     ├── UpdateError(ReducerError, ValueError)      a state update cannot be applied
     └── InvalidHistoryError(ReducerError, ValueError)  check_history found problems
-                                                       (defined in validate.py)
+                                                       (defined in validate/rules.py)
 
 Each also inherits the matching built-in, so ``except ValueError`` keeps working.
 """

@@ -1,7 +1,7 @@
 """The pure pruning plan: message views + token counts + config -> which indices go, and why.
 
 No I/O, no framework imports, no callbacks. Every pruning rule of the package lives
-here; the shell (``reducer.py``), ``trim.py`` and the CLI call it and never
+here; the shell (``reducer.py``, ``reducing/``), ``trim.py`` and the CLI call it and never
 re-implement it. What a plan says (the reasons, :class:`Plan`) is in ``_plan_types``; the
 structure of tool exchanges it reads (:func:`link_calls`, :func:`response_units`,
 :func:`dangling_calls`) in ``_links``; the plan of an append to a settled history
