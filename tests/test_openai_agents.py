@@ -97,6 +97,42 @@ async def test_filter_reduces_its_last_survivors_plus_what_the_run_added() -> No
     assert given[-1] == run
 
 
+def long_turn(n: int, steps: int, words: int) -> list[dict[str, Any]]:
+    """A question, ``steps`` calls each with an output of about ``words`` tokens, an answer."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": f"question {n}"}]
+    for k in range(steps):
+        items += [
+            {"type": "function_call", "id": f"fc_{n}_{k}", "call_id": f"call_{n}_{k}",
+             "name": "lookup", "arguments": "{}", "status": "completed"},
+            {"type": "function_call_output", "call_id": f"call_{n}_{k}",
+             "output": f"result {n}.{k}: " + "lorem ipsum dolor sit amet " * (words // 5)},
+        ]
+    return items + turn(n)[-1:]
+
+
+async def test_a_turn_note_the_session_sent_unmarked_is_the_reducers_own_again() -> None:
+    hook = Hook()
+    reducer = MessageReducer(config=agent_config(
+        max_tokens=3000, target_tokens=2000, token_counter="approximate", on_prune=[hook]
+    ))
+    session = ReducingSession(SQLiteSession("noted"), reducer)
+    await session.add_items(long_turn(0, 60, 1300))
+    stored = await session.get_items()
+    notes = [i for i in stored if str(i.get("content", "")).startswith("[turn note: ")]
+    assert len(notes) == 1 and INJECTED_KEY not in notes[0]  # sent as the API takes it
+    # The next run's input is what the session sent, then the run's items: the filter
+    # gives the reducer its note back, so pruning it hands nothing over.
+    reduce_input = reducing_input_filter(reducer)
+    history = list(stored)
+    for n in range(1, 4):
+        history += long_turn(n, 2, 700)
+        sent = await reduce_input(data(list(history)))
+        assert all(INJECTED_KEY not in i for i in sent.input)
+    assert not any(i is notes[0] or i == notes[0] for i in sent.input)  # the note went
+    handed = [str(i.get("content", "")) for _, i in hook.got]
+    assert handed and not [t for t in handed if t.startswith("[turn note: ")]
+
+
 async def test_filter_counts_tools_and_instructions_in_token_mode() -> None:
     @function_tool
     def lookup(query: str) -> str:

@@ -19,7 +19,10 @@ response (reasoning with the calls and message after it) stays whole, each
 from __future__ import annotations
 
 import inspect
+import json
 import sys
+import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -61,17 +64,50 @@ def _tool_schema(tool: Any) -> dict[str, Any]:
     }
 
 
-def _sendable(items: list[Any]) -> list[Any]:
-    """The items with the package's summary marker and made-up ids taken off.
+#: Per reducer, the injected items ``ReducingSession.get_items`` sent unmarked: the item
+#: as sent (its JSON) -> the item as stored, the latest :data:`_MARKED_SIZE`.
+_MARKED: weakref.WeakKeyDictionary[MessageReducer, OrderedDict[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+_MARKED_SIZE = 1_000
+_to_json = json.JSONEncoder(sort_keys=True, default=str).encode
 
-    An injected summary block is two messages carrying :data:`INJECTED_KEY` (and ids the
-    package derived); the Responses API accepts neither key on an input message.
+
+def _sendable(items: list[Any], reducer: MessageReducer | None = None) -> list[Any]:
+    """The items with the package's marker and made-up ids taken off.
+
+    An injected summary block or turn note carries :data:`INJECTED_KEY` (and an id the
+    package derived); the Responses API accepts neither key on an input message. With
+    ``reducer``, each item sent unmarked is remembered for :func:`_marked_again`.
     """
     out: list[Any] = []
     for item in items:
         if isinstance(item, Mapping) and INJECTED_KEY in item:
+            stored = item
             item = {k: v for k, v in item.items() if k not in (INJECTED_KEY, "id")}
+            if reducer is not None:
+                marked = _MARKED.setdefault(reducer, OrderedDict())
+                marked[_to_json(item)] = stored
+                marked.move_to_end(_to_json(item))
+                while len(marked) > _MARKED_SIZE:
+                    marked.popitem(last=False)
         out.append(item)
+    return out
+
+
+def _marked_again(reducer: MessageReducer, items: list[Any]) -> list[Any]:
+    """``items`` with each injected item a ``ReducingSession`` on ``reducer`` sent unmarked
+    given its marker back: read unmarked, a summary or a turn note would be a message of
+    the conversation to the reducer (kept as one, handed to the hooks)."""
+    marked = _MARKED.get(reducer)
+    if not marked:
+        return items
+    out = list(items)
+    for i, item in enumerate(out):
+        if isinstance(item, Mapping) and "role" in item and INJECTED_KEY not in item:
+            stored = marked.get(_to_json(item))
+            if stored is not None:
+                out[i] = stored
     return out
 
 
@@ -125,6 +161,8 @@ def reducing_input_filter(
             before, at, after = last[0]
             if at == where and len(items) >= len(before) and items[: len(before)] == before:
                 todo = [*after, *items[len(before) :]]
+        if todo is items:
+            todo = _marked_again(reducer, items)
         result = await reducer.areduce(todo, namespace=where)
         last[:] = [(items, where, list(result.surviving))]
         warn_once_over_budget(reducer, result, where)
@@ -317,7 +355,7 @@ class ReducingSession:
         """
         async with self._reducing_lock:
             items = await self._read(limit, self._scope(wrapper))
-        return _sendable(items)
+        return _sendable(items, self.reducer)
 
     async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
         """Add ``items``, then prune the stored history down to the reducer's window."""
