@@ -9,7 +9,7 @@ cannot see its result, a placeholder of it, or the turn note naming it:
 
 * a 20-step turn of ~5,000-token results at 3,000/2,000 tokens;
 * 120-step turns of ~1,300-token results at 3,000/2,000 and 8,000/6,000;
-* 40 turns of 3-6 steps of ~620 tokens at max_tokens 2,500 (turns up to ~3,700 tokens);
+* 40 turns of 3-6 steps of ~600 tokens at max_tokens 2,500 (turns up to ~3,700 tokens);
 * 8 turns of 5 steps in count mode 4/8, the user typing one more step after the second
   (before the agent's answer): the interjection joins the turn.
 
