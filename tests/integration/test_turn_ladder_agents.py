@@ -7,7 +7,8 @@ with ``agent_config()`` (issue 22's scenarios).
 one LLM-like policy (:class:`~turn_agents.Policy`) that calls a step again whenever it
 cannot see its result, a placeholder of it, or the turn note naming it:
 
-* a 20-step turn of ~5,000-token results at 3,000/2,000 tokens;
+* a 20-step turn of ~5,000-token results at 3,000/2,000 tokens (alone, three in a row,
+  and with the README's context edits);
 * 120-step turns of ~1,300-token results at 3,000/2,000 and 8,000/6,000;
 * 40 turns of 3-6 steps of ~600 tokens at max_tokens 2,500 (turns up to ~3,700 tokens);
 * 8 turns of 5 steps in count mode 4/8, the user typing one more step after the second
@@ -58,6 +59,9 @@ def _c_words(query: str) -> int:
 SCENARIOS = [
     Scenario("a: 20 steps of ~5,000 tokens, 3000/2000", 1, lambda t: 20, lambda q: 5000,
              tokens(3000, 2000)),
+    # Three such turns in one conversation: the later turns follow a turn cut to its note.
+    Scenario("a: 3 turns of 20 steps of ~5,000 tokens, 3000/2000", 3, lambda t: 20,
+             lambda q: 5000, tokens(3000, 2000)),
     # The README's recipe: the oversized results become previews, so the turn keeps its
     # steps (cleared) without a note.
     Scenario("a: 20 steps of ~5,000 tokens, 3000/2000, README edits", 1, lambda t: 20,
@@ -75,8 +79,15 @@ SCENARIOS = [
 @pytest.mark.parametrize("integration", INTEGRATIONS)
 @pytest.mark.parametrize("s", SCENARIOS, ids=[s.name for s in SCENARIOS])
 async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
-    s: Scenario, integration: str
+    s: Scenario, integration: str, request: pytest.FixtureRequest
 ) -> None:
+    if s.turns == 3 and integration in ("middleware", "agents-sdk"):
+        # Where the first question is the conversation's first message (no system message
+        # in the history) and preserve_first keeps it, the later turns run steps again
+        # until the step limit; being fixed in the plan's current-turn rule.
+        request.applymarker(pytest.mark.xfail(
+            reason="a kept first question: later long turns re-run steps", strict=False
+        ))
     delivered = Deliveries()
     reducer = MessageReducer(config=replace(s.config, on_prune=[delivered]))
     policy = Policy(steps=s.steps)
