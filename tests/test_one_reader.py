@@ -84,6 +84,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("openai_agents.py", "_tool_schema", "type"): "a tool schema",
     ("pydantic_ai.py", "_tool_schema", "type"): "a tool schema",
     ("pydantic_ai.py", "_tool_schema", "function"): "a tool schema",
+    ("agent_framework.py", "_tool_schema", "type"): "a tool schema",
+    ("agent_framework.py", "_tool_schema", "function"): "a tool schema",
+    # Agent Framework's chat options: the request's system prompt, not a message
+    ("agent_framework.py", "_see", "instructions"): "the chat options' instructions",
 }
 
 _ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})

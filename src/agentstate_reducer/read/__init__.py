@@ -30,6 +30,7 @@ from . import pydantic_ai as pydantic_ai
 from . import responses as responses
 from . import gemini as gemini
 from . import bedrock as bedrock
+from . import agent_framework as agent_framework
 # isort: on
 from .chat import read_message, read_messages, too_deep, too_deep_among
 from .fields import (

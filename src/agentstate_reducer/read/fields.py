@@ -234,12 +234,30 @@ def message_id(message: object) -> str | None:
     return _as_id(getattr(message, "id", None))
 
 
+def _framework_id(message: object) -> object:
+    """An Agent Framework ``Message``'s ``message_id``, else the framework's id of the
+    first function call or result it holds (``"function_call:af-call-..."``): stable
+    wherever the message sits, so the ledger knows it again after an earlier message
+    left the framework's history (an abandoned approval does)."""
+    value = getattr(message, "message_id", None)
+    if value is not None:
+        return value
+    for content in getattr(message, "contents", None) or ():
+        kind = getattr(content, "type", None)
+        ident = getattr(content, "id", None)
+        if kind in ("function_call", "function_result") and isinstance(ident, str) and ident:
+            return f"{kind}:{ident}"
+    return None
+
+
 def raw_message_id(message: object) -> object:
     """The id of a message as stored (``1`` and ``"1"`` differ), or ``None`` for none."""
     if isinstance(message, Mapping):
         value = _payload(message)[0].get("id")
     else:
         value = getattr(message, "id", None)
+        if value is None and type(message).__module__.startswith("agent_framework"):
+            value = _framework_id(message)
     return None if value is None or value == "" else value
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import agent_framework as _agent_framework
 from . import pydantic_ai as _pydantic_ai
 from .fields import _get, _payload
 
@@ -45,6 +46,8 @@ def _marker(message: object) -> Mapping[str, Any] | None:
         extra = fields.get("additional_kwargs") if mark is None else None
     elif _pydantic_ai.is_message(message):
         mark, extra = _pydantic_ai.marker(message, INJECTED_KEY), None
+    elif _agent_framework.is_message(message):
+        mark, extra = _agent_framework.marker(message, INJECTED_KEY), None
     else:
         mark = None
         extra = getattr(message, "additional_kwargs", None)
@@ -97,6 +100,9 @@ def package_note(message: object) -> Mapping[str, Any] | None:
     """The note :func:`with_parts` recorded on a copy, or ``None``."""
     if _pydantic_ai.is_message(message):
         found = _pydantic_ai.marker(message, PACKAGE_NOTE)
+        return found if isinstance(found, Mapping) else None
+    if _agent_framework.is_message(message):
+        found = _agent_framework.marker(message, PACKAGE_NOTE)
         return found if isinstance(found, Mapping) else None
     fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
     found = _get(fields, PACKAGE_NOTE)

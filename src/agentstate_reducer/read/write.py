@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
+from . import agent_framework as _agent_framework
 from . import bedrock as _bedrock
 from . import gemini as _gemini
 from . import pydantic_ai as _pydantic_ai
@@ -71,6 +72,8 @@ def without_reasoning(
     if record.shape.group == GROUP_REASONING:
         return None
     blocks = {p.block for p in parts if p.block is not None}
+    if _agent_framework.is_message(message):
+        return _agent_framework.without(message, blocks)  # type: ignore[no-any-return]
     key = "parts" if record.shape is _GEMINI or _pydantic_ai.is_message(message) else "content"
     held = _get(_fields(message), key)
     kept = [b for i, b in enumerate(held) if i not in blocks] if blocks else held
@@ -137,6 +140,8 @@ def message_state(message: object) -> object:
         return message
     if _pydantic_ai.is_message(message):
         return _pydantic_ai.state(message)
+    if _agent_framework.is_message(message):
+        return _agent_framework.state(message)
     attrs = getattr(message, "__dict__", None)
     cls = type(message)
     if isinstance(attrs, dict):  # pydantic models and plain objects keep fields here
@@ -291,6 +296,8 @@ def with_parts(
     """
     if _pydantic_ai.is_message(message):
         return _pydantic_ai.with_values(message, values, note, PACKAGE_NOTE)  # type: ignore[no-any-return]
+    if _agent_framework.is_message(message):
+        return _agent_framework.with_values(message, values, note, PACKAGE_NOTE)  # type: ignore[no-any-return]
     copied: Any = _deep_copy(message) if type(message) is dict else _copy_object(message)
     mapping = isinstance(copied, Mapping)
     fields: Any = _payload(copied)[0] if mapping else copied
@@ -367,6 +374,8 @@ def synthetic_results(
         openai = [{"role": "tool", "tool_call_id": c, "content": content} for c in call_ids]
         if _pydantic_ai.is_message(issuer):
             return _pydantic_ai.synthetic_results(issuer, call_ids, content, lambda: openai)
+        if _agent_framework.is_message(issuer):
+            return _agent_framework.synthetic_results(issuer, call_ids, content)
         return openai
     kind = item_type(issuer)
     if kind is not None:
@@ -443,8 +452,9 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
     LangChain messages become ``HumanMessage``/``AIMessage`` carrying the package's
     marker (:data:`INJECTED_KEY`) in ``additional_kwargs``; PydanticAI messages become a
     ``ModelRequest`` / ``ModelResponse`` of one text part, the marker in ``metadata``
-    (never sent to a model); Gemini contents become contents of one text part (role
-    ``user`` or ``model``, the other keys kept); dicts using LangChain role
+    (never sent to a model); Agent Framework messages become a ``Message`` of one text
+    content, the marker in ``additional_properties``; Gemini contents become contents of
+    one text part (role ``user`` or ``model``, the other keys kept); dicts using LangChain role
     names (``human``/``ai``, as ``role`` or ``type``) get those; anything else is left
     as it is.
     """
@@ -464,6 +474,16 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
             metadata = {INJECTED_KEY: dict(mark)} if mark is not None else None
             text = "\n".join(record.texts)
             out.append(_pydantic_ai.text_message(sample, record.role == AI, text, metadata))
+        return out
+    if _agent_framework.is_message(sample):
+        out = []
+        for message in block:
+            record, mark = read_message(message), _marker(message)
+            properties = {INJECTED_KEY: dict(mark)} if mark is not None else None
+            role = "assistant" if record.role == AI else "user"
+            text = "\n".join(record.texts)
+            out.append(_agent_framework.text_message(
+                sample, role, text, message.get("id"), properties))
         return out
     if not isinstance(sample, Mapping):
         return block
