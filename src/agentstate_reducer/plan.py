@@ -32,8 +32,9 @@ Laws (tested with hypothesis):
   history has one, and the latest plain human message always survives.
 * A model response made of several items (:func:`response_units`: a Responses
   ``reasoning`` item and the items after it) is pruned or kept whole.
-* Nothing before the latest compaction item survives (the preserved first message
-  excepted); the compaction item itself is never pruned.
+* Nothing before the latest compaction (a Responses ``compaction`` item, an assistant
+  message holding an Anthropic ``compaction`` block) survives (the preserved first
+  message excepted); the compaction itself is never pruned.
 """
 
 from __future__ import annotations
@@ -516,6 +517,8 @@ def make_plan(
     dropped = note = 0
     window_end = start  # where the window ended before start_on moved the cut
     held: tuple[int, ...] = ()
+    if boundary is not None:
+        protected[boundary] = _PINNED  # the compaction itself is never pruned
     if triggered:
         if pinned:
             closure = _pin_closure(parents, pinned, n)

@@ -36,7 +36,16 @@ from .fields import (
     _unique_calls,
     normalize_role,
 )
-from .record import _DICT_SHAPES, _NO_MORE, _SHAPES, CHAT, NO_EXTRAS, Extras, MessageRecord
+from .record import (
+    _DICT_SHAPES,
+    _NO_MORE,
+    _SHAPES,
+    CHAT,
+    COMPACTED,
+    NO_EXTRAS,
+    Extras,
+    MessageRecord,
+)
 from .responses import item_type
 
 __all__ = (
@@ -556,7 +565,7 @@ def _read(message: object, index: int) -> MessageRecord:
         tuple(walk.results),
         walk.media,
         tuple(walk.reasoning),
-        CHAT,
+        COMPACTED if walk.compacted and role == AI else CHAT,
     )
     return MessageRecord(
         role, ident, calls, answers, text, NO_EXTRAS if extras == NO_EXTRAS else extras
@@ -566,7 +575,7 @@ def _read(message: object, index: int) -> MessageRecord:
 class _Walk:
     """What one walk over a message's fields and content finds, in order."""
 
-    __slots__ = ("calls", "media", "reasoning", "results", "string", "texts")
+    __slots__ = ("calls", "compacted", "media", "reasoning", "results", "string", "texts")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -578,6 +587,8 @@ class _Walk:
         self.reasoning: list[int] = []
         #: Whether the top-level content is one string (its text comes first).
         self.string = False
+        #: Whether the top-level content holds an Anthropic ``compaction`` block.
+        self.compacted = False
 
     def add_call(self, ident: object, name: object, args: object, linked: bool) -> None:
         self.calls.append((_as_id(ident), name if isinstance(name, str) else "", args, linked))
@@ -636,6 +647,13 @@ class _Walk:
                     for item in summary:
                         if isinstance(item, Mapping):
                             self.text(item.get("text"))
+        elif kind == "compaction" or (
+            kind == "non_standard" and _compaction(block.get("value"))
+        ):
+            # Anthropic's summary of what precedes it: billed, and a boundary.
+            self.compacted = self.compacted or index >= 0
+            held = block if kind == "compaction" else block["value"]
+            self.text(held.get("content"))
         elif kind == "refusal":
             self.text(block.get("refusal"))
         elif kind == "json":
@@ -647,6 +665,11 @@ class _Walk:
     def text(self, value: object) -> None:
         if isinstance(value, str) and value:
             self.texts.append(value)
+
+
+def _compaction(value: object) -> bool:
+    """Whether a LangChain ``non_standard`` block's value is a ``compaction`` block."""
+    return isinstance(value, Mapping) and value.get("type") == "compaction"
 
 
 def _calls_field(fields: Any, key: str) -> tuple[object, str]:

@@ -44,6 +44,7 @@ __all__ = (
     "TOOL_RESULT_PART",
     "TOOL_USE_PART",
     "CHAT",
+    "COMPACTED",
     "NO_EXTRAS",
     "EditablePart",
     "Extras",
@@ -121,6 +122,20 @@ class Shape:
 
 #: The chat shapes, read by this module.
 CHAT = Shape()
+
+
+class _Compacted(Shape):
+    """An assistant message holding an Anthropic ``compaction`` block: read as chat, a
+    boundary nothing before survives (the API drops what precedes it), never edited."""
+
+    group = GROUP_BOUNDARY
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        return ()
+
+
+#: The chat shape of an assistant message carrying a ``compaction`` block.
+COMPACTED = _Compacted()
 
 
 class Extras(NamedTuple):
@@ -331,7 +346,7 @@ def _chat_reasoning(message: object, record: MessageRecord) -> tuple[ReasoningPa
                 out.append(ReasoningPart(block_type, i, isinstance(proof, str) and bool(proof)))
             else:
                 out.append(ReasoningPart("reasoning", i, True))
-    if record.shape is CHAT:
+    if record.shape is CHAT or record.shape is COMPACTED:
         fields: Any = _payload(message)[0] if isinstance(message, Mapping) else message
         if isinstance(_reasoning_field(fields), str):
             out.append(ReasoningPart("reasoning_content", None, True))
