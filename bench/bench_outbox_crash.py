@@ -18,6 +18,16 @@ AGENTSTATE_TEST_POSTGRES_URL / AGENTSTATE_TEST_REDIS_URL or the local defaults a
   absorbs) and hangs (a process or the final drain that did not finish in time).
 
     python bench/bench_outbox_crash.py --seconds 60
+
+``--backend joint`` (PostgreSQL) runs LangGraph instead: each producer runs a graph
+checkpointed by ``ReducingSaver(PostgresSaver)`` whose reducer's ``OutboxHook`` writes to a
+``PostgresOutbox`` in the saver's database, so a checkpoint and the messages its reduce
+pruned commit in one transaction; ``--backend apart`` is the same with the outbox in a
+schema the saver does not see (two commits, the outbox's first). The answers have no ids
+(``add_messages`` gives each a fresh uuid, and a re-run step new ones), so messages are
+counted by content: lost (said, in neither the final state nor the sink), duplicates
+(a content stored as two jobs), early (after a producer's kill, messages both in its
+latest checkpoint and in the outbox), redelivered (deliveries of one job past the first).
 """
 
 from __future__ import annotations
@@ -190,6 +200,172 @@ def lines(path: Path) -> list[str]:
     return text.split("\n")[:-1]
 
 
+GRAPH = """
+import json, os, sys
+from typing import Annotated, Any
+import psycopg
+from psycopg.rows import dict_row
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+from agentstate_reducer import MessageReducer, ReducerConfig
+from agentstate_reducer.langgraph import ReducingSaver
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    turn: int
+
+def agent(state, config):
+    thread, turn = config["configurable"]["thread_id"], state.get("turn", 0)
+    return {"messages": [AIMessage(f"{thread} t{turn} a{k}") for k in range(3)],
+            "turn": turn + 1}
+
+def saver_conn():
+    return psycopg.Connection.connect(spec["saver"], autocommit=True, prepare_threshold=0,
+                                      row_factory=dict_row)
+"""
+
+JOINT_PRODUCER = GRAPH + """
+from agentstate_reducer.outbox import OutboxHook
+name, turns, work = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+reducer = MessageReducer(config=ReducerConfig(min_messages=2, max_messages=4,
+                                              on_prune=[OutboxHook(outbox)]))
+saver = ReducingSaver(PostgresSaver(saver_conn()), reducer)
+builder = StateGraph(State)
+builder.add_node("agent", agent)
+builder.add_edge(START, "agent")
+graph = builder.compile(checkpointer=saver)
+config = {"configurable": {"thread_id": name}}
+ready = os.path.join(work, f"{name}.ready")
+stop = os.path.join(work, "stop")
+while True:
+    saved = saver.get_tuple(config)
+    turn = saved.checkpoint["channel_values"].get("turn", 0) if saved else 0
+    if saved is not None and (saved.pending_writes or graph.get_state(config).next):
+        graph.invoke(None, config)  # a step left unfinished
+    elif turn < turns and not os.path.exists(stop):
+        graph.invoke({"messages": [HumanMessage(f"{name} t{turn} q")]}, config)
+    else:
+        break
+    if not os.path.exists(ready):
+        open(ready, "w").close()
+print(json.dumps({"joint": saver.joint_commit}), flush=True)
+"""
+
+JOINT_RELAY = RELAY.replace(  # the sink records each job: its id and its content
+    "sink.write(\"\".join(f\"{namespace[1]} {m['id']}\\n\" for m in messages))",
+    "sink.write(\"\".join(f\"{m.id}\\t{m.content}\\n\" for m in messages))",
+)
+assert JOINT_RELAY != RELAY
+
+
+def run_joint(spec: dict[str, Any], work: Path, args: argparse.Namespace) -> dict[str, int]:
+    """The ``joint`` / ``apart`` run: LangGraph producers, kills, a drain, the figures."""
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    rng = random.Random(args.seed)
+    names = [f"g{i}" for i in range(args.producers)]
+    sink = str(work / "sink.txt")
+    turns = str(args.turns)
+    conn = psycopg.Connection.connect(spec["saver"], autocommit=True, prepare_threshold=0,
+                                      row_factory=dict_row)
+    saver = PostgresSaver(conn)
+    saver.setup()
+    table = spec["outbox_table"]
+
+    def producer(name: str) -> Child:
+        (work / f"{name}.ready").unlink(missing_ok=True)
+        return Child(work, spec, JOINT_PRODUCER, name, turns, str(work))
+
+    def kept(name: str) -> set[str]:
+        found = saver.get_tuple({"configurable": {"thread_id": name}})
+        messages = found.checkpoint["channel_values"].get("messages", []) if found else []
+        return {m.content for m in messages}
+
+    def handed() -> Counter[str]:
+        with psycopg.connect(spec["kwargs"]["conninfo"], autocommit=True) as c:
+            rows = c.execute(f"SELECT payload FROM {table}").fetchall()
+        return Counter(json.loads(payload)["kwargs"]["content"] for (payload,) in rows)
+
+    producers = {n: producer(n) for n in names}
+    relays = [Child(work, spec, JOINT_RELAY, sink) for _ in range(args.relays)]
+    kills = early = 0
+    deadline = time.monotonic() + args.seconds
+    while time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.2, 1.8) * args.interval)
+        if rng.random() < 0.6:
+            name = rng.choice(names)
+            # A producer still starting up has no write to interrupt: let it start.
+            if (work / f"{name}.ready").exists() and producers[name].kill():
+                kills += 1
+                early += len(kept(name) & set(handed()))
+                producers[name] = producer(name)
+        else:
+            k = rng.randrange(len(relays))
+            kills += relays[k].kill()
+            relays[k] = Child(work, spec, JOINT_RELAY, sink)
+    (work / "stop").touch()
+    hangs = sum(not child.finish(120) for child in producers.values())
+    joint = {json.loads(c.output().strip().splitlines()[-1])["joint"]
+             for c in producers.values() if c.output().strip()}
+    for child in relays:
+        child.kill()
+    final = Child(work, spec, JOINT_RELAY, sink, "drain")
+    counts: dict[str, int] = {}
+    if final.finish(300):
+        counts = json.loads(final.output().strip().splitlines()[-1])
+    else:
+        hangs += 1
+    deliveries = [line.split("\t", 1) for line in lines(work / "sink.txt")]
+    jobs = {(ident, content) for ident, content in deliveries}
+    per_content = Counter(content for _, content in jobs)
+    state = set().union(*(kept(n) for n in names))
+    said = set()
+    for name in names:
+        found = saver.get_tuple({"configurable": {"thread_id": name}})
+        done = found.checkpoint["channel_values"].get("turn", 0) if found else 0
+        said |= {f"{name} t{t} {x}" for t in range(done) for x in ("q", "a0", "a1", "a2")}
+    conn.close()
+    return {
+        "joint commit": int(joint == {True}),
+        "kills": kills,
+        "said": len(said),
+        "delivered": len(per_content),
+        "lost": len(said - state - set(per_content)),
+        "duplicates": sum(per_content.values()) - len(per_content),
+        "early": early,
+        "redelivered": len(deliveries) - len(jobs),
+        "hangs": hangs,
+        "dead-lettered": counts.get("failed", 0),
+    }
+
+
+@contextmanager
+def joint_(work: Path, *, apart: bool = False) -> Iterator[dict[str, Any]]:
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    schema = f"crash_{uuid.uuid4().hex[:8]}"
+    elsewhere = f"{schema}_outbox"
+    with psycopg.connect(POSTGRES_URL, connect_timeout=3, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'CREATE SCHEMA "{elsewhere}"')
+    saver = make_conninfo(POSTGRES_URL, options=f"-c search_path={schema}")
+    box = make_conninfo(POSTGRES_URL, options=f"-c search_path={elsewhere if apart else schema}")
+    try:
+        kwargs = {"conninfo": box, "table": "agentstate_outbox", **ATTEMPTS}
+        yield {"cls": "PostgresOutbox", "kwargs": kwargs, "saver": saver,
+               "outbox_table": f'"{elsewhere if apart else schema}".agentstate_outbox'}
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            conn.execute(f'DROP SCHEMA IF EXISTS "{elsewhere}" CASCADE')
+
+
 def run(spec: dict[str, Any], work: Path, args: argparse.Namespace) -> dict[str, int]:
     rng = random.Random(args.seed)
     names = [f"p{i}" for i in range(args.producers)]
@@ -248,13 +424,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=100_000, help="most turns per producer")
     parser.add_argument("--interval", type=float, default=0.5, help="mean seconds between kills")
     parser.add_argument("--seed", type=int, default=12)
-    parser.add_argument("--backend", action="append", choices=("sqlite", "postgres", "redis"))
+    parser.add_argument(
+        "--backend", action="append", choices=("sqlite", "postgres", "redis", "joint", "apart")
+    )
     args = parser.parse_args(argv)
     backends: dict[str, Callable[[Path], Any]] = {
-        "sqlite": sqlite, "postgres": postgres, "redis": redis_
+        "sqlite": sqlite, "postgres": postgres, "redis": redis_, "joint": joint_,
+        "apart": lambda work: joint_(work, apart=True),
     }
     total: Counter[str] = Counter()
-    for name in args.backend or list(backends):
+    for name in args.backend or ["sqlite", "postgres", "redis", "joint"]:
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 context = backends[name](Path(tmp))
@@ -263,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: skipped ({type(exc).__name__}: {str(exc)[:80]})")
                 continue
             try:
-                figures = run(spec, Path(tmp), args)
+                runner = run_joint if name in ("joint", "apart") else run
+                figures = runner(spec, Path(tmp), args)
             finally:
                 context.__exit__(None, None, None)
         total.update(figures)

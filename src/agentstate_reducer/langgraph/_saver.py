@@ -21,8 +21,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError, MessageFormatError
+from ..outbox.relay import staged
 from ..read import read_message
 from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
+from ._joint import Joint, joint_for
 from ._retention import DeltaFloors, Retention, retention_for
 from ._shared import share_locks
 from ._ttl import Sweeper, ThreadTTL
@@ -258,6 +260,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     #: When threads expire and what a sweep does then (``None``: never).
     ttl: ThreadTTL | None
     _sweeper: Sweeper | None
+    _joint: Joint | None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ReducingSaver:
         inner = args[0] if args else kwargs.get("inner")
@@ -315,6 +318,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         self._floors = DeltaFloors()
         self.ttl = ttl
         self._sweeper = sweeper
+        self._joint = None if self.passthrough else joint_for(inner, reducer)
 
     def __repr__(self) -> str:
         return (
@@ -352,7 +356,22 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
             clone._retention = retention_for(inner, self.keep_checkpoints)
         if self.ttl is not None:
             clone._sweeper = Sweeper(inner, self.ttl)
+        clone._joint = None if self.passthrough else joint_for(inner, self.reducer)
         return clone
+
+    @property
+    def joint_commit(self) -> bool | None:
+        """Whether each checkpoint and the messages its reduce pruned are stored in one
+        transaction (a ``PostgresSaver`` and a ``PostgresOutbox`` of the reducer's
+        ``OutboxHook`` in one database; see docs/outbox.md). A sync saver answers at
+        once (asking the database the first time); an ``AsyncPostgresSaver`` answers
+        ``None`` until its first ``aput`` asked."""
+        joint = self._joint
+        if joint is None:
+            return False
+        if joint.is_async:
+            return joint.known
+        return joint.decided()
 
     def get_next_version(self, current: Any, channel: None) -> Any:
         return self.inner.get_next_version(current, channel)
@@ -368,9 +387,23 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     ) -> RunnableConfig:
         if self._sweeper is not None:
             metadata = self._sweeper.before_put(config, metadata)
-        if not self.passthrough:
-            checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
-        stored = self.inner.put(config, checkpoint, metadata, new_versions)
+        joint = self._joint
+        if joint is not None and not joint.is_async and joint.decided():
+            with staged(joint.outbox) as box:
+                try:
+                    checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
+                    if box.rows:
+                        stored = joint.put(box, config, checkpoint, metadata, new_versions)
+                    else:
+                        stored = self.inner.put(config, checkpoint, metadata, new_versions)
+                except BaseException as exc:
+                    box.settle(exc)  # the reducer releases the batch for a later reduce
+                    raise
+                box.settle()
+        else:
+            if not self.passthrough:
+                checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
+            stored = self.inner.put(config, checkpoint, metadata, new_versions)
         self._retain(config, stored, checkpoint, metadata)
         return stored
 
@@ -383,9 +416,27 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
     ) -> RunnableConfig:
         if self._sweeper is not None:
             metadata = await self._sweeper.abefore_put(config, metadata)
-        if not self.passthrough:
-            checkpoint = await aapply_reducer(self.reducer, checkpoint, config, self.messages_key)
-        stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
+        joint = self._joint
+        if joint is not None and joint.is_async and await joint.adecided():
+            with staged(joint.outbox) as box:
+                try:
+                    checkpoint = await aapply_reducer(
+                        self.reducer, checkpoint, config, self.messages_key
+                    )
+                    if box.rows:
+                        stored = await joint.aput(box, config, checkpoint, metadata, new_versions)
+                    else:
+                        stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
+                except BaseException as exc:
+                    box.settle(exc)
+                    raise
+                box.settle()
+        else:
+            if not self.passthrough:
+                checkpoint = await aapply_reducer(
+                    self.reducer, checkpoint, config, self.messages_key
+                )
+            stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
         await self._aretain(config, stored, checkpoint, metadata)
         return stored
 

@@ -369,6 +369,24 @@ class Row(NamedTuple):
     payload: str
 
 
+def encode_rows(batch: Sequence[Any], namespace: Any = None) -> list[Row]:
+    """The rows :meth:`Outbox.enqueue` stores for ``batch``: one per key, in batch order.
+
+    Raises:
+        ConfigTypeError: ``batch`` is not a list of messages.
+        UnstorableError: as :meth:`Outbox.enqueue` raises it; nothing is encoded.
+    """
+    if isinstance(batch, (str, bytes, Mapping)) or not isinstance(batch, Sequence):
+        raise ConfigTypeError(f"batch must be a list of messages, got a {type(batch).__name__}")
+    ns = check_namespace(namespace)
+    rows: dict[str, Row] = {}
+    for i, message in enumerate(batch):
+        kind, text = encode_message(message, i)
+        key = message_key(message, kind, text)
+        rows.setdefault(key, Row(ns, key, kind, text))
+    return list(rows.values())
+
+
 @dataclass(frozen=True)
 class Job:
     """One message in the outbox, as returned by ``claim`` or ``dead_letters``."""
@@ -471,19 +489,10 @@ class Outbox(ABC):
                 value; the error names the index and field, or the part. Nothing is stored.
             OutboxError: the storage failed.
         """
-        if isinstance(batch, (str, bytes, Mapping)) or not isinstance(batch, Sequence):
-            raise ConfigTypeError(
-                f"batch must be a list of messages, got a {type(batch).__name__}"
-            )
-        ns = check_namespace(namespace)
-        rows: dict[str, Row] = {}
-        for i, message in enumerate(batch):
-            kind, text = encode_message(message, i)
-            key = message_key(message, kind, text)
-            rows.setdefault(key, Row(ns, key, kind, text))
+        rows = encode_rows(batch, namespace)
         if not rows:
             return 0
-        return self._insert(list(rows.values()))
+        return self._insert(rows)
 
     def claim(self, limit: int = 100, lease_seconds: float = 30.0) -> list[Job]:
         """Lease up to ``limit`` due jobs, oldest first, for ``lease_seconds``.

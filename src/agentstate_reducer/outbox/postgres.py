@@ -169,6 +169,14 @@ DELETE FROM {t} WHERE status = 'done' AND updated_at < now() - make_interval(sec
 """
 
 
+# Which table a connection sees under the outbox's name: the server (by its start time),
+# the database and the table's oid. Equal on two connections: the same table.
+_IDENTITY = (
+    "SELECT pg_postmaster_start_time()::text, current_database()::text, "
+    "to_regclass(%s)::oid::bigint"
+)
+
+
 def _url_connect_timeout(conninfo: str) -> float:
     """The ``connect_timeout`` a connection string (or ``PGCONNECT_TIMEOUT``) names, else 10."""
     if not conninfo:
@@ -426,10 +434,47 @@ class PostgresOutbox(Outbox):
     # -- the backend ----------------------------------------------------------------
 
     def _insert(self, rows: list[Row]) -> int:
-        columns = [list(column) for column in zip(*rows, strict=True)]
-        query = self._sql(_INSERT)
-        params = [self._quoted, *columns]
+        query, params = self._insert_params(rows)
         return self._run("enqueue", lambda conn: int(conn.execute(query, params).rowcount))
+
+    # -- on a caller's connection (ReducingSaver's joint commit) ------------------
+
+    def _insert_params(self, rows: list[Row]) -> tuple[Any, list[Any]]:
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        return self._sql(_INSERT), [self._quoted, *columns]
+
+    def insert_on(self, conn: Any, rows: list[Row]) -> int:
+        """Insert ``rows`` (:func:`~agentstate_reducer.outbox.base.encode_rows`) through
+        ``conn``, a psycopg connection, in whatever transaction it has open; the number
+        of new jobs. The caller commits, and bounds the call."""
+        if not rows:
+            return 0
+        query, params = self._insert_params(rows)
+        return int(conn.execute(query, params).rowcount)
+
+    async def ainsert_on(self, conn: Any, rows: list[Row]) -> int:
+        """:meth:`insert_on` through a psycopg ``AsyncConnection``."""
+        if not rows:
+            return 0
+        query, params = self._insert_params(rows)
+        cursor = await conn.execute(query, params)
+        return int(cursor.rowcount)
+
+    def identity(self) -> tuple[Any, ...]:
+        """What :meth:`identity_on` returns for the outbox's own connections."""
+        return self._run("read its identity", self.identity_on)
+
+    def identity_on(self, conn: Any) -> tuple[Any, ...]:
+        """The server, database and table oid ``conn`` sees under the outbox's table name
+        (the oid is ``None`` when it sees none): equal for two connections, one table."""
+        row = conn.execute(_IDENTITY, (self._quoted,)).fetchone()
+        return tuple(row.values()) if isinstance(row, Mapping) else tuple(row)
+
+    async def aidentity_on(self, conn: Any) -> tuple[Any, ...]:
+        """:meth:`identity_on` through a psycopg ``AsyncConnection``."""
+        cursor = await conn.execute(_IDENTITY, (self._quoted,))
+        row = await cursor.fetchone()
+        return tuple(row.values()) if isinstance(row, Mapping) else tuple(row)
 
     def _claim(self, limit: int, lease_seconds: float) -> list[Job]:
         token = uuid.uuid4().hex

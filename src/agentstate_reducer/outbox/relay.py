@@ -17,15 +17,18 @@ import contextlib
 import inspect
 import logging
 import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from ..config import RememberFn
 from ..errors import ConfigTypeError, JobDecodeError
 from ..hooks import is_async_callable
-from .base import Job, Outbox, check_positive_int, check_seconds
+from .base import Job, Outbox, Row, check_positive_int, check_seconds, encode_rows
 
-__all__ = ("AsyncOutboxHook", "OutboxHook", "Relay", "RelayRound")
+__all__ = ("AsyncOutboxHook", "OutboxHook", "Relay", "RelayRound", "Staged", "staged")
 
 logger = logging.getLogger("agentstate_reducer")
 
@@ -49,6 +52,71 @@ class _StoringHook:
         return f"{type(self).__name__}({self.outbox!r})"
 
 
+class Staged:
+    """What the outbox hooks over ``outbox`` were handed while a caller that stores it in
+    a transaction of its own holds this open (``ReducingSaver``'s joint commit: the
+    checkpoint and its pruned messages in one PostgreSQL transaction).
+
+    Each hook call encodes its batch (a message the outbox cannot store raises there,
+    as ``enqueue`` would) and returns a receipt, a :class:`~concurrent.futures.Future`
+    the reducer holds the batch on: :meth:`settle` completes every receipt once the
+    caller's transaction committed, or fails them, and the reducer then releases the
+    batches for a later reduce.
+    """
+
+    def __init__(self, outbox: Outbox) -> None:
+        #: The outbox whose hooks stage here instead of enqueuing.
+        self.outbox = outbox
+        self._rows: dict[tuple[str, str], Row] = {}
+        self._receipts: list[Future[None]] = []
+
+    @property
+    def rows(self) -> list[Row]:
+        """The rows to insert, one per ``(namespace, key)``, in the order handed."""
+        return list(self._rows.values())
+
+    def add(self, pruned: list[Any], namespace: Any) -> Future[None]:
+        """Stage ``pruned`` under ``namespace``; the receipt :meth:`settle` completes."""
+        for row in encode_rows(pruned, namespace):
+            self._rows.setdefault((row.namespace, row.key), row)
+        receipt: Future[None] = Future()
+        self._receipts.append(receipt)
+        return receipt
+
+    def settle(self, error: BaseException | None = None) -> None:
+        """Complete every receipt (the rows are committed), or fail each with ``error``."""
+        receipts, self._receipts = self._receipts, []
+        for receipt in receipts:
+            if error is None:
+                receipt.set_result(None)
+            else:
+                receipt.set_exception(error)
+
+
+_STAGED: ContextVar[Staged | None] = ContextVar("agentstate_outbox_staged", default=None)
+
+
+@contextlib.contextmanager
+def staged(outbox: Outbox) -> Iterator[Staged]:
+    """Within the block, this context's ``OutboxHook(outbox)`` / ``AsyncOutboxHook(outbox)``
+    calls stage their batches in the :class:`Staged` yielded instead of enqueuing them.
+
+    The caller inserts :attr:`Staged.rows` in its own transaction and must
+    :meth:`~Staged.settle` it, committed or not.
+    """
+    box = Staged(outbox)
+    token = _STAGED.set(box)
+    try:
+        yield box
+    finally:
+        _STAGED.reset(token)
+
+
+def _staging(outbox: Outbox) -> Staged | None:
+    box = _STAGED.get()
+    return box if box is not None and box.outbox is outbox else None
+
+
 class OutboxHook(_StoringHook):
     """An ``on_prune`` hook that stores each pruned batch in ``outbox`` before returning.
 
@@ -64,17 +132,27 @@ class OutboxHook(_StoringHook):
         >>> Relay(outbox, store_hook(store)).run_forever(stop)          # elsewhere
     """
 
-    def __call__(self, pruned: list[Any], namespace: Any = None) -> None:
-        """Store ``pruned`` under ``namespace``."""
+    def __call__(self, pruned: list[Any], namespace: Any = None) -> Future[None] | None:
+        """Store ``pruned`` under ``namespace`` (inside :func:`staged`: stage it, and
+        return the receipt)."""
+        box = _staging(self.outbox)
+        if box is not None:
+            return box.add(pruned, namespace)
         self.outbox.enqueue(pruned, namespace)
+        return None
 
 
 class AsyncOutboxHook(_StoringHook):
     """:class:`OutboxHook` for ``areduce()``: the storage call runs in a worker thread."""
 
-    async def __call__(self, pruned: list[Any], namespace: Any = None) -> None:
-        """Store ``pruned`` under ``namespace`` without blocking the event loop."""
+    async def __call__(self, pruned: list[Any], namespace: Any = None) -> Future[None] | None:
+        """Store ``pruned`` under ``namespace`` without blocking the event loop (inside
+        :func:`staged`: stage it, and return the receipt)."""
+        box = _staging(self.outbox)
+        if box is not None:
+            return box.add(pruned, namespace)
         await asyncio.to_thread(self.outbox.enqueue, list(pruned), namespace)
+        return None
 
 
 @dataclass(frozen=True)
