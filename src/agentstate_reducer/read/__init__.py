@@ -7,7 +7,8 @@ output ``{"type", "data"}`` and ``dumpd`` output ``{"lc", "type": "constructor"}
 Anthropic dicts with content blocks (``tool_use`` / ``tool_result``), Gemini contents
 (``parts``, read in ``gemini``), Bedrock Converse messages (untyped blocks, read
 in ``bedrock``), PydanticAI ``ModelRequest`` / ``ModelResponse`` messages (read
-in ``pydantic_ai``), and OpenAI Responses API / Agents SDK items (read in
+in ``pydantic_ai``), Microsoft Agent Framework ``Message`` objects (read in
+``agent_framework``), and OpenAI Responses API / Agents SDK items (read in
 ``responses``).
 
 This package is the only place that knows role aliases, where tool-call ids live and
@@ -17,7 +18,8 @@ how text is stored. Every other module reads a message through its
 
 By job: ``fields`` (where fields live, roles), ``record`` (the record, the Shape registry),
 ``chat`` (the reader and its one fast path), ``pydantic_ai``, ``responses``, ``gemini``,
-``bedrock`` (the other shape families), ``parts`` (what a record says of its parts),
+``bedrock``, ``agent_framework`` (the other shape families),
+``parts`` (what a record says of its parts),
 ``markers`` (injected messages), ``write`` (new messages, edited copies, synthetic
 results), ``requests`` (provider requests).
 """
