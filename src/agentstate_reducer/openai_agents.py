@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 try:
+    from agents.model_settings import ModelSettings
     from agents.models.interface import Model
     from agents.run_config import CallModelData, ModelInputData
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess
@@ -37,12 +38,13 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from ._locks import LoopSafeLock
 from ._recover import Recovery
+from .compaction import OPENAI_RESPONSES, provider_compaction
 from .config import ReducerResult
 from .errors import ConfigTypeError
 from .read import HUMAN, INJECTED_KEY, write_message
 from .reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 
-__all__ = ("RecoveringModel", "ReducingSession", "reducing_input_filter")
+__all__ = ("RecoveringModel", "ReducingSession", "compaction_settings", "reducing_input_filter")
 
 #: First label of the default namespace, as the other integrations name it.
 MEMORIES = "memories"
@@ -481,3 +483,21 @@ class RecoveringModel(Model):
 
     def __repr__(self) -> str:
         return f"RecoveringModel({self.model!r}, {self.reducer!r})"
+
+
+def compaction_settings(
+    reducer: MessageReducer | None = None, *, threshold: int | None = None
+) -> ModelSettings:
+    """``ModelSettings(context_management=...)`` asking the Responses API to compact below
+    ``reducer``'s ``max_tokens`` (:func:`~agentstate_reducer.compaction.provider_compaction`);
+    give it to ``Agent(model_settings=...)`` or ``RunConfig(model_settings=...)`` next to
+    :class:`ReducingSession` / :func:`reducing_input_filter` on the same reducer, which stay
+    the fallback. The reply's ``compaction`` item is the reader's boundary. Responses models
+    only: the SDK's ``context_management`` setting is the Responses API's.
+
+    Example:
+        >>> agent = Agent(..., model_settings=compaction_settings(reducer))  # doctest: +SKIP
+    """
+    reducer = reducer_or_recipe(reducer)
+    params = provider_compaction(reducer.config, OPENAI_RESPONSES, threshold=threshold)
+    return ModelSettings(context_management=params["context_management"])

@@ -40,6 +40,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
     ) from exc
 
 from ._recover import Recovery
+from .compaction import ANTHROPIC, OPENAI_RESPONSES, provider_compaction
 from .config import ReducerResult
 from .errors import ConfigTypeError
 from .read import match_shape, request_instructions
@@ -199,6 +200,12 @@ class ReducingCapability(AbstractCapability[Any]):
     (:class:`~agentstate_reducer.Recovery`); a second refusal raises the provider's own
     error. ``recover=False`` turns that off.
 
+    ``compaction="openai-responses"`` or ``"anthropic"`` asks the provider to compact on
+    its side, the threshold below the reducer's ``max_tokens``
+    (:func:`~agentstate_reducer.compaction.provider_compaction`): the capability's model
+    settings carry ``openai_context_management`` (``OpenAIResponsesModel``) or
+    ``anthropic_context_management`` (``AnthropicModel``, which adds the beta itself).
+
     Example:
         >>> agent = Agent(model, capabilities=[ReducingCapability(reducer)])  # doctest: +SKIP
     """
@@ -208,6 +215,8 @@ class ReducingCapability(AbstractCapability[Any]):
     namespace: NamespaceLike = None
     #: Retries after a provider's refusal (``None`` with ``recover=False``).
     recovery: Recovery | None = field(default=None, repr=False)
+    #: The model settings that ask the provider to compact (empty without ``compaction``).
+    compaction: dict[str, Any] = field(default_factory=dict)
     _seen: Any = field(default=None, repr=False)
     _retries: dict[int, Any] = field(default_factory=dict, repr=False)
 
@@ -217,9 +226,11 @@ class ReducingCapability(AbstractCapability[Any]):
         *,
         namespace: NamespaceLike = None,
         recover: bool = True,
+        compaction: str | None = None,
     ) -> None:
         self.reducer = reducer_or_recipe(reducer)
         self.namespace = namespace
+        self.compaction = _compaction_settings(self.reducer, compaction)
         self.recovery = Recovery(self.reducer, finish=_in_shape) if recover else None
         self._seen = None
         # Per request (its context lives through its attempts): the messages of the retry
@@ -293,6 +304,9 @@ class ReducingCapability(AbstractCapability[Any]):
         self._retries.pop(id(request_context), None)
         return response
 
+    def get_model_settings(self) -> Any:
+        return dict(self.compaction) if self.compaction else None
+
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None  # holds a reducer: not part of a serialisable agent spec
@@ -302,3 +316,17 @@ def _instructions(request_context: ModelRequestContext) -> str | None:
     """The instruction text the request carries, when PydanticAI says it."""
     params = request_context.model_request_parameters
     return request_instructions(getattr(params, "instruction_parts", None))
+
+
+#: The model-settings key each provider's PydanticAI model reads ``context_management`` from.
+_SETTING = {
+    OPENAI_RESPONSES: "openai_context_management",
+    ANTHROPIC: "anthropic_context_management",
+}
+
+
+def _compaction_settings(reducer: MessageReducer, provider: str | None) -> dict[str, Any]:
+    if provider is None:
+        return {}
+    params = provider_compaction(reducer.config, provider)
+    return {_SETTING[provider]: params["context_management"]}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 try:
@@ -20,6 +20,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 from langgraph.runtime import Runtime
 
 from .._recover import Recovery
+from ..compaction import provider_compaction
+from ..errors import ConfigError
 from ..reducer import MessageReducer, reducer_or_recipe
 from ._graph import removal_update, run_namespace, warn_in_run
 
@@ -48,6 +50,13 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     Recovery`); a second refusal raises the provider's own error. ``recover=False`` turns
     that off.
 
+    ``compaction="openai-responses"`` or ``"anthropic"`` asks the provider to compact on
+    its side: each request binds the parameters of
+    :func:`~agentstate_reducer.compaction.provider_compaction` (threshold below the
+    reducer's ``max_tokens``) as model settings, which the chat model's call receives as
+    keyword arguments; a mapping is bound as given. The reply's compaction is the reader's
+    boundary; the reducer stays the fallback.
+
     Example:
         >>> from langchain.agents import create_agent                 # doctest: +SKIP
         >>> agent = create_agent(model, tools, middleware=[ReducingMiddleware(reducer)])
@@ -59,6 +68,7 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         tools: Sequence[Any] = (),
         recover: bool = True,
+        compaction: str | Mapping[str, Any] | None = None,
     ) -> None:
         reducer = reducer_or_recipe(reducer)
         super().__init__()
@@ -70,6 +80,15 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.recovery = Recovery(reducer) if recover else None
         if self._extra_tools and reducer.config.token_mode:
             reducer.set_request_overhead(tools=self._extra_tools)
+        #: The parameters bound to each model request to ask the provider to compact.
+        self.compaction: dict[str, Any] = _compaction(reducer, compaction)
+
+    def _bound(self, request: ModelRequest) -> ModelRequest:
+        """``request`` with the compaction parameters among its model settings (its own
+        settings win)."""
+        if not self.compaction:
+            return request
+        return request.override(model_settings={**self.compaction, **request.model_settings})
 
     def _see(self, request: ModelRequest) -> None:
         """Count the request's tools and system prompt once, when they change."""
@@ -87,6 +106,7 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
         self._see(request)
+        request = self._bound(request)
         if self.recovery is None:
             return handler(request)
         return self.recovery.call(
@@ -101,6 +121,7 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         self._see(request)
+        request = self._bound(request)
         if self.recovery is None:
             return await handler(request)
         return await self.recovery.acall(
@@ -124,3 +145,16 @@ class ReducingMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result = await self.reducer.areduce(existing, namespace=run_namespace(self.reducer))
         warn_in_run(self.reducer, result)
         return removal_update(existing, result) or None
+
+
+def _compaction(reducer: MessageReducer, compaction: object) -> dict[str, Any]:
+    if compaction is None:
+        return {}
+    if isinstance(compaction, str):
+        return provider_compaction(reducer.config, compaction)
+    if isinstance(compaction, Mapping):
+        return dict(compaction)
+    raise ConfigError(
+        f"compaction must be 'openai-responses', 'anthropic', a mapping of request "
+        f"parameters or None, got {compaction!r}"
+    )
