@@ -215,3 +215,36 @@ def test_without_a_compaction_the_local_reducer_still_bounds_the_request(provide
     assert result.tokens_after is not None and result.tokens_after <= config.max_tokens
     assert "compacted" not in result.pruned_by_reason
     assert result.pruned
+
+
+# -- calibration: a compacting reply's usage is the compacted request's ------------------
+
+
+@pytest.mark.parametrize("appended", [False, True])
+def test_a_compacting_reply_does_not_teach_the_calibration(appended: bool) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    response = fixture("anthropic_response")
+    history: list[Any] = [HumanMessage("Help me build a website", id="h-0")]
+    for i in range(40):
+        history.append(AIMessage(f"Page {i} is done. " * 60, id=f"a-{i}"))
+        history.append(HumanMessage(f"Next page {i + 1}", id=f"h-{i + 1}"))
+    # Anthropic reports the input of the request after it compacted: far below what was sent
+    history.append(
+        AIMessage(
+            content=copy.deepcopy(response["content"]),
+            id="compacted",
+            usage_metadata={"input_tokens": 300, "output_tokens": 1000, "total_tokens": 1300},
+        )
+    )
+    history.append(HumanMessage("Add the contact form", id="h-last"))
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=200_000, preserve_first=False))
+    if appended:  # the incremental path: the reply and the question are new
+        before = reducer.reduce(history[:-2]).surviving
+        result = reducer.reduce(before, history[-2:])
+    else:
+        result = reducer.reduce(history)
+    assert result.surviving == history[-2:]
+    assert reducer.calibration().observations == 0
+    assert reducer.calibration().factor == 1.0

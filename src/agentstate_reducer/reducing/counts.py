@@ -13,7 +13,7 @@ from ..config import ReducerConfig
 from ..edit import AppendRule
 from ..errors import ConfigError, ConfigTypeError
 from ..hooks import DeliveryLedger, HandoffLedger, is_async_callable, namespace_key
-from ..read import AI, MessageRecord, reported_input_tokens
+from ..read import AI, GROUP_BOUNDARY, MessageRecord, reported_input_tokens
 from ..summary import Summarizer, default_summary_messages_factory
 from ..tokens import (
     REPLY_PRIMING_TOKENS,
@@ -151,7 +151,8 @@ class _Counting:
         """Observe the usage the latest ai message reports for the request that produced it.
 
         That request held the messages before it (as the reducer left them), plus the
-        overhead; each ai message, by id, is observed once.
+        overhead; each ai message, by id, is observed once. A reply holding a provider's
+        compaction is not observed: its usage is the input after the provider compacted.
         """
         n = len(views)
         for i in range(n - 1, max(n - _USAGE_LOOKBACK, 0) - 1, -1):
@@ -159,8 +160,8 @@ class _Counting:
                 continue
             ident = views[i].id
             reported = reported_input_tokens(messages[i]) if ident is not None else None
-            if reported is None or i == 0:
-                return
+            if reported is None or i == 0 or views[i].group == GROUP_BOUNDARY:
+                return  # a reply that compacted reports the compacted request's input
             if not self._first_sight(ident):
                 return
             estimated = sum(counts[:i]) + self._overhead + REPLY_PRIMING_TOKENS
@@ -263,8 +264,8 @@ class _Counting:
             if ident is None:
                 return
             reported = reported_input_tokens(new[k])
-            if reported is None or i == 0:
-                return
+            if reported is None or i == 0 or views[k].group == GROUP_BOUNDARY:
+                return  # a reply that compacted reports the compacted request's input
             if not self._first_sight(ident):
                 return
             estimated = before + sum(counts[:k]) + self._overhead + REPLY_PRIMING_TOKENS
