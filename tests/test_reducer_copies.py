@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 import warnings
 from typing import Any
 
@@ -202,6 +203,58 @@ def test_copies_of_several_conversations_are_each_recognised() -> None:
     cache = reducer._token_counts
     assert cache is not None and cache.misses == sum(map(len, threads.values()))
 
+
+
+def test_after_copies_the_reducer_goes_on_with_the_copies() -> None:
+    """Once copies matched, the list returned is remembered with the copies' own
+    objects: the next reduce of it compares the same objects (no copy compared with
+    an original), and an edit in place of a copy is still recounted."""
+    config = ReducerConfig(max_tokens=400, target_tokens=200, token_counter=_tokens)
+    reducer = MessageReducer(config=config)
+    history = _history("langchain", 6)
+    state = reducer.reduce(existing=history[:8]).surviving
+    copies = [_copy(m) for m in state]
+    state = reducer.reduce(existing=copies, new=[history[8]]).surviving
+    chain = next(reversed(reducer._chains.values()))
+    assert chain.size == len(state) and all(map(operator.is_, chain.snapshot, state))
+    assert all(a is b for a, b in zip(state[: len(copies)], copies, strict=True))
+    _set(state[2], "content", "z" * 1600)
+    got = reducer.reduce(existing=state, new=[history[9]])
+    want = MessageReducer(config=config).reduce(existing=list(state), new=[history[9]])
+    assert _ids(got.pruned) == _ids(want.pruned) and got.pruned
+    assert got.tokens_before == want.tokens_before
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["openai", "langchain"]).flatmap(lambda s: histories(s, max_exchanges=8)),
+    _configs(),
+    st.lists(
+        st.tuples(st.integers(1, 3), st.sampled_from(["returned", "copies", "edited"])),
+        min_size=1, max_size=12,
+    ),
+)
+def test_copies_returned_lists_and_edits_mixed_give_a_fresh_reducers_plan(
+    pool: list[Any], config: ReducerConfig, steps: list[tuple[int, str]]
+) -> None:
+    """Steps handed the returned list, equal copies of it, or the returned list with a
+    kept message's content edited in place, in any order: each keeps what a fresh
+    reducer keeps for the same list."""
+    reducer = MessageReducer(config=config)
+    state: list[Any] = []
+    at = 0
+    for k, how in steps:
+        new, at = pool[at : at + k], at + k
+        if not new:
+            break
+        existing = [_copy(m) for m in state] if how == "copies" else state
+        if how == "edited" and existing:
+            _set(existing[len(existing) // 2], "content", "edited " * 30)
+        fresh = MessageReducer(config=config).reduce(existing=list(existing), new=new)
+        got = reducer.reduce(existing=existing, new=new)
+        assert _ids(got.surviving) == _ids(fresh.surviving)
+        assert got.tokens_before == fresh.tokens_before
+        state = got.surviving
 
 # -- usage reports -------------------------------------------------------------------------
 

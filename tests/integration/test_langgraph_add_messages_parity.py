@@ -16,6 +16,7 @@ from uuid import UUID
 import pytest
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     AnyMessage,
     BaseMessage,
     HumanMessage,
@@ -107,6 +108,24 @@ def test_message_likes_are_coerced(merge: Any) -> None:
     ]
     replaced = merge(result, [{"role": "human", "content": "again", "id": "a"}])
     assert shape(replaced)[1] == ("HumanMessage", "again")
+
+
+def test_a_chunk_becomes_a_message(merge: Any) -> None:
+    result = merge([HumanMessage("Hello", id="1")], [AIMessageChunk("Hi", id="2")])
+    assert [type(m).__name__ for m in result] == ["HumanMessage", "AIMessage"]
+
+
+def test_a_known_id_among_new_ones_replaces_in_place(merge: Any) -> None:
+    left = [HumanMessage("Hello", id="1"), AIMessage("Hi", id="2")]
+    result = merge(left, [HumanMessage("new", id="3"), AIMessage("Hi again", id="2")])
+    assert [(m.id, m.content) for m in result] == [("1", "Hello"), ("2", "Hi again"), ("3", "new")]
+
+
+def test_a_message_of_the_list_without_an_id_is_given_one(merge: Any) -> None:
+    left = [HumanMessage("Hello", id="1"), AIMessage("Hi")]
+    result = merge(left, [HumanMessage("next", id="3")])
+    assert [m.id for m in result][::2] == ["1", "3"]
+    assert UUID(result[1].id, version=4)
 
 
 def test_a_top_level_tuple_is_one_message(merge: Any) -> None:
@@ -259,3 +278,25 @@ def test_format_given_to_reducing_add_messages_directly() -> None:
     assert [(type(m).__name__, m.content) for m in got] == [
         (type(m).__name__, m.content) for m in expected
     ]
+
+
+def test_an_append_of_new_messages_skips_the_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New messages onto a list of messages that all have ids: ``left + right``, without
+    the merge's conversions; an update that replaces an id still goes through it."""
+    import agentstate_reducer.langgraph._graph as graph_module
+
+    merged: list[int] = []
+    merge_messages = graph_module.merge_messages
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        merged.append(1)
+        return merge_messages(*args, **kwargs)
+
+    monkeypatch.setattr(graph_module, "merge_messages", counting)
+    merge = reducing_add_messages(MessageReducer())
+    left = [HumanMessage("Hello", id="1"), AIMessage("Hi", id="2")]
+    state = merge(left, [HumanMessage("next"), AIMessage("ok", id="4")])
+    assert not merged and [m.content for m in state] == ["Hello", "Hi", "next", "ok"]
+    assert UUID(state[2].id, version=4)
+    merge(state, [AIMessage("replaced", id="2")])
+    assert merged == [1]

@@ -12,7 +12,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from .._merge import PrunedIds, merge_messages
+from .._merge import PrunedIds, merge_messages, plain_append
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError
 from ..read import message_id
@@ -110,9 +110,12 @@ def reducing_add_messages(
     pruned = PrunedIds(reducer.config.dedupe_window)
 
     def merge_and_reduce(left: Any, right: Any, *, format: str | None = format) -> list[Any]:
-        merged = merge_messages(left, right, pruned, format)
         where = channel_namespace(reducer, namespace)
-        result = reducer.reduce(merged, namespace=where)
+        appended = plain_append(left, right, format)
+        if appended is not None:  # the common update: reduce(left, right) compares left once
+            result = reducer.reduce(left, appended, namespace=where)
+        else:
+            result = reducer.reduce(merge_messages(left, right, pruned, format), namespace=where)
         warn_in_run(reducer, result)
         pruned.add(result.pruned)
         return result.surviving

@@ -118,6 +118,29 @@ def _last_unchanged(seen: list[Any], chain: _Chain) -> bool:
         return False
 
 
+def _prints(messages: list[Any], kinds: list[type] | None, by_dict: bool) -> list[Any]:
+    """:func:`_print` of each message, at C speed when all are dicts or all objects
+    whose fields are their ``__dict__``."""
+    if kinds is None:
+        return list(map(dict.copy, messages))
+    if by_dict:
+        return list(map(dict.copy, map(_FIELDS, messages)))
+    return list(map(_print, messages))
+
+
+def _rebased(settled: Settled, snapshot: list[Any], size: int, messages: list[Any]) -> Settled:
+    """``settled`` with its issuing messages taken from ``messages`` (equal copies of
+    ``snapshot[:size]`` followed by new messages); an entry of another branch is left out."""
+    issued: dict[str, tuple[int, object]] = {}
+    for call, (i, message) in settled.issued.items():
+        if i < size:
+            if snapshot[i] is message:
+                issued[call] = (i, messages[i])
+        elif i < len(messages) and messages[i] is message:
+            issued[call] = (i, message)
+    return Settled(settled.size, settled.tokens, issued)
+
+
 class _Appended(Sequence[Any]):
     """A chain's messages followed by the new ones, for :func:`plan.plan_append`: it
     asks whether the message that issued a call is still at its index, which holds for

@@ -24,6 +24,8 @@ from .chains import (
     _last_unchanged,
     _Memo,
     _print,
+    _prints,
+    _rebased,
     _unchanged,
 )
 from .counts import _Counting
@@ -233,6 +235,19 @@ class _Preparing(_Counting):
         ids = chain.ids
         prints, kinds, by_dict = chain.prints, chain.kinds, chain.by_dict
         new_kinds = _kinds(new)
+        if kinds is not None or new_kinds is not None:
+            by_dict = (by_dict or not size) and _by_dict(new)
+            kinds = [*(kinds[:size] if kinds is not None else [dict] * size),
+                     *(new_kinds if new_kinds is not None else [dict] * len(new))]
+        last = size - 1
+        if size and (messages[last] is not snapshot[last] or messages[0] is not snapshot[0]):
+            # Equal copies (a checkpointer's): the chain goes on with them, so the next
+            # reduce of the list returned now compares these objects, not copies again.
+            self._keep(_Chain(
+                id(messages), messages.copy(), len(messages), _prints(messages, kinds, by_dict),
+                kinds, by_dict, None, None, _rebased(settled, snapshot, size, messages), None,
+            ))
+            return plan
         with self._chains_lock:
             if len(snapshot) == size and len(prints) == size:
                 snapshot.extend(new)
@@ -240,10 +255,6 @@ class _Preparing(_Counting):
             else:  # another append from the same state extended them first
                 snapshot = [*snapshot[:size], *new]
                 prints = [*prints[:size], *map(_print, new)]
-            if kinds is not None or new_kinds is not None:
-                by_dict = (by_dict or not size) and _by_dict(new)
-                kinds = [*(kinds[:size] if kinds is not None else [dict] * size),
-                         *(new_kinds if new_kinds is not None else [dict] * len(new))]
             if ids is not None:
                 for k, view in enumerate(new_views):
                     if view.id is not None:
