@@ -148,3 +148,35 @@ def test_agents_sdk_model_settings_carry_the_responses_parameters() -> None:
     ]
     with pytest.raises(ConfigError, match="token mode"):
         compaction_settings(MessageReducer(config=ReducerConfig()))
+
+
+def test_a_pydantic_ai_compaction_part_from_the_provider_is_the_boundary() -> None:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai.messages import (
+        CompactionPart,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        UserPromptPart,
+    )
+
+    summary = _anthropic_reply()[0]["content"]
+    history: list[Any] = []
+    for i in range(4):
+        history.append(ModelRequest(parts=[UserPromptPart(f"page {i}")]))
+        history.append(ModelResponse(parts=[TextPart(f"Page {i} is done. " * 40)]))
+    compacted = ModelResponse(
+        parts=[CompactionPart(summary, provider_name="anthropic"), TextPart("Next: the form")]
+    )
+    history += [compacted, ModelRequest(parts=[UserPromptPart("Add the contact form")])]
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=100_000, preserve_first=False))
+    result = reducer.reduce(list(history))
+    assert result.surviving == history[8:]
+    assert result.pruned_by_reason == {"compacted": 8}
+    assert result.surviving[0] is compacted  # kept as PydanticAI returned it
+    plain = ModelResponse(parts=[TextPart("Next: the form")])
+    assert reducer.count_tokens([compacted])[0] > reducer.count_tokens([plain])[0]
+    # a summary the application wrote (a request's part, no provider) is no boundary
+    written = ModelRequest(parts=[CompactionPart(summary)])
+    again = reducer.reduce([*history[:8], written, history[-1]])
+    assert "compacted" not in again.pruned_by_reason

@@ -31,6 +31,7 @@ from ._field import FieldError, as_id
 from ._field import kind as kind_of
 from .fields import _ALIASES, _json, _unique_calls, _value_size
 from .record import (
+    GROUP_BOUNDARY,
     TOOL_ARGS_PART,
     EditablePart,
     Extras,
@@ -454,7 +455,7 @@ class _PydanticAIShape(Shape):
             tuple(bill.results),
             bill.media,
             (),
-            self,
+            _COMPACTED if role == "assistant" and _compacted(message) else self,
         )
         return MessageRecord(_ALIASES[role], None, calls, answers, None, extras)
 
@@ -471,6 +472,31 @@ class _PydanticAIShape(Shape):
     def reasoning(self, message: object, record: MessageRecord) -> tuple[ReasoningPart, ...]:
         # A ThinkingPart keeps its signature; PydanticAI sends it back as each model needs.
         return tuple(ReasoningPart("thinking", i, True) for i in reasoning(message))
+
+
+class _PydanticAICompacted(_PydanticAIShape):
+    """A ``ModelResponse`` holding a provider's ``CompactionPart`` (Anthropic's summary,
+    OpenAI's encrypted item): a boundary nothing before survives, never edited."""
+
+    group = GROUP_BOUNDARY
+
+    def editable(self, message: object, record: MessageRecord) -> tuple[EditablePart, ...]:
+        return ()
+
+    def editable_size(self, message: object, record: MessageRecord) -> int:
+        return 0
+
+
+_COMPACTED = _PydanticAICompacted()
+
+
+def _compacted(message: object) -> bool:
+    """Whether a response holds a compaction part a provider wrote (it names itself)."""
+    return any(
+        getattr(part, "part_kind", None) == "compaction"
+        and getattr(part, "provider_name", None) is not None
+        for part in _parts(message)
+    )
 
 
 register(_PydanticAIShape())
