@@ -168,3 +168,45 @@ def test_laws(steps: int, words: int, most: int, earlier: int) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])
+
+
+def _converse_turn(steps: int, words: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "user", "content": [{"text": "turn 0: go"}]}]
+    for k in range(steps):
+        use = {"toolUseId": f"t{k}", "name": "step", "input": {"query": f"0.{k}"}}
+        out.append({"role": "assistant", "content": [{"toolUse": use}]})
+        result = {"toolUseId": f"t{k}", "content": [{"text": "lorem ipsum " * words}]}
+        out.append({"role": "user", "content": [{"toolResult": result}]})
+    return out
+
+
+def _notes(messages: list[Any]) -> list[str]:
+    found = []
+    for m in messages:
+        for block in m.get("content") or m.get("parts") or []:
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str) and text.startswith("[turn note: "):
+                found.append(text)
+    return found
+
+
+def test_in_a_converse_history_the_note_joins_the_question_and_a_later_one_replaces_it() -> None:
+    # Bedrock takes no two user messages in a row: the note goes into the question's
+    # message (its blocks kept in front), and the next drop rebuilds that message.
+    reducer = MessageReducer(config=agent_config(
+        provider="bedrock", max_tokens=600, target_tokens=400, token_counter="approximate"
+    ))
+    history = _converse_turn(12, 60)
+    first = reducer.reduce(history)
+    assert first.turn_steps_dropped
+    assert validate_history(first.surviving, provider="bedrock") == []
+    opener = first.surviving[0]
+    assert opener["content"][0] == {"text": "turn 0: go"} and len(_notes([opener])) == 1
+    more = _converse_turn(16, 60)[len(history):]
+    second = reducer.reduce([*first.surviving, *more])
+    assert validate_history(second.surviving, provider="bedrock") == []
+    notes = _notes(second.surviving)
+    assert len(notes) == 1 and second.surviving[0]["content"][0] == {"text": "turn 0: go"}
+    steps = first.turn_steps_dropped + second.turn_steps_dropped
+    assert notes[0].startswith(f"[turn note: {steps} earlier steps")
+

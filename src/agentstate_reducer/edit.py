@@ -59,9 +59,14 @@ from .read import (
     injected_kind,
     injected_mark,
     match_shape,
+    message_content,
     message_id,
+    native_provider,
+    package_note,
     part_text,
+    with_content,
     with_parts,
+    with_text_appended,
     write_message,
 )
 from .tokens import approximate_text_tokens
@@ -639,33 +644,102 @@ def turn_note(
 ) -> tuple[int, Any, bool] | None:
     """Rung (c) of the ladder: the one note standing for the ``dropped`` oldest steps the
     plan dropped from the current ``turn``, as ``(index, note, replaces)``: the note
-    replaces ``messages[index]`` (the turn's earlier note, whose entries it carries on),
-    or goes in before it (the first message of the turn's body). ``None`` when the plan
-    dropped no step."""
+    replaces ``messages[index]`` (the turn's earlier note, whose entries it carries on, or
+    in a Converse history the user message it joins), or goes in before it (the turn's
+    first step). ``None`` when the plan dropped no step."""
     if not dropped or not config.turn_ladder:
         return None
     entries: list[Entry] = []
     steps = dropped
-    at, replaces, ident = turn.body, False, None
-    for i in range(turn.body, len(messages)):
-        if injected_kind(messages[i]) == TURN_NOTE_KIND:
-            mark = injected_mark(messages[i]) or {}
-            entries.extend(tuple(e) for e in mark.get("entries", ()))
-            steps += int(mark.get("steps", 0))
-            at, replaces, ident = i, True, message_id(messages[i])
-            break
+    first = turn.steps[0][0]
+    # In place of the first step: after the question and what was typed before the agent
+    # began (a question kept by preserve_first may open the turn while the one that asked
+    # for these steps follows it).
+    at, replaces, ident = first, False, None
+    # Converse takes no two user messages in a row: the note joins the user message
+    # before the first step instead of going in after it.
+    before = first - 1
+    host = before if before >= 0 and _merges(messages, views, first, before) else None
+    earlier = None if host is None else _merged_note(messages[host])
+    if earlier is not None:
+        entries.extend(tuple(e) for e in earlier.get("entries", ()))
+        steps += int(earlier.get("steps", 0))
+        ident = earlier.get("id")
+    else:
+        for i in range(turn.body, len(messages)):
+            if injected_kind(messages[i]) == TURN_NOTE_KIND:
+                mark = injected_mark(messages[i]) or {}
+                entries.extend(tuple(e) for e in mark.get("entries", ()))
+                steps += int(mark.get("steps", 0))
+                at, replaces = i, True
+                ident = message_id(messages[i]) or mark.get("id")
+                break
     for step in turn.steps[:dropped]:
         entries.extend(_note_entries(messages, views, step))
     if ident is None:
-        first = turn.steps[0][0]
         ident = f"turn-note-{handle_of([views[first].id, *views[first].calls])[4:]}"
     target = config.effective_target_tokens
     assert target is not None
     text = note_text(steps, entries, note_cap(target))
-    mark = {"kind": TURN_NOTE_KIND, "steps": steps, "entries": [list(e) for e in entries]}
-    sample = messages[turn.opener if turn.opener is not None else turn.body]
-    note = match_shape([write_message(HUMAN, text, id=ident, **{INJECTED_KEY: mark})], sample)
+    listed = [list(e) for e in entries]
+    if host is not None:
+        message = messages[host]
+        base = message if earlier is None else _unmerged(message, earlier)
+        kept = message_content(base)
+        data = {
+            _MERGED: {
+                "steps": steps, "entries": listed, "id": ident,
+                "keep": len(kept) if isinstance(kept, (list, str)) else 0,
+            }
+        }
+        return host, with_text_appended(base, text, key=INJECTED_KEY, data=data), True
+    mark = {"kind": TURN_NOTE_KIND, "steps": steps, "entries": listed, "id": ident}
+    # Written in the history's own shape: that of the turn's first step (its calls are in
+    # the provider's form), else of the question.
+    note = match_shape([write_message(HUMAN, text, id=ident, **{INJECTED_KEY: mark})],
+                       messages[first])
     return at, note[0], replaces
+
+
+#: Where a turn note merged into a user message keeps what a later note carries on (a
+#: key of the package's marker that is no injected kind: the message stays conversation).
+_MERGED = "turn_note"
+
+
+def _merges(
+    messages: Sequence[Any], views: Sequence[MessageRecord], first: int, before: int
+) -> bool:
+    """Whether the turn note joins ``messages[before]``: the history is Converse (its first
+    step is) and that message is a user message of plain content."""
+    if native_provider(messages[first]) != "bedrock":
+        return False
+    view = views[before]
+    return (
+        view.role == HUMAN
+        and not view.answers
+        and isinstance(messages[before], Mapping)
+        and injected_kind(messages[before]) is None
+    )
+
+
+def _merged_note(message: Any) -> Mapping[str, Any] | None:
+    """What a turn note merged into ``message`` recorded, or ``None``."""
+    if not isinstance(message, Mapping):
+        return None
+    found = package_note(message)
+    data = None if found is None else found.get(_MERGED)
+    return data if isinstance(data, Mapping) else None
+
+
+def _unmerged(message: Any, data: Mapping[str, Any]) -> Any:
+    """``message`` as it was before a turn note joined it."""
+    content = message_content(message)
+    keep = int(data.get("keep", 0))
+    original = content[:keep] if isinstance(content, (list, str)) else content
+    copied: Any = with_content(message, original)
+    fields: Any = copied
+    fields.pop(INJECTED_KEY, None)
+    return copied
 
 
 class AppendRule:

@@ -410,9 +410,15 @@ _EARLIER = re.compile(r"^- and (\d+) earlier calls", re.M)
 
 def _noted(messages: Sequence[BaseMessage], plan: TurnPlan) -> set[tuple[str, str]]:
     """The calls a turn note in ``messages`` says were done, as an LLM reads it: each
-    listed call, and for "and N earlier calls" the first N calls of the plan."""
+    listed call, and for "and N earlier calls" the first N calls of the plan. Only a note
+    after the turn's question counts: one before it speaks of an earlier turn."""
     seen: set[tuple[str, str]] = set()
-    for m in messages:
+    asked = [
+        i for i, m in enumerate(messages)
+        if isinstance(m, HumanMessage) and isinstance(m.content, str)
+        and m.content.startswith("turn ")
+    ]
+    for m in messages[asked[-1] if asked else 0 :]:
         text = m.content if isinstance(m, HumanMessage) else None
         if not isinstance(text, str) or not text.startswith("[turn note: "):
             continue

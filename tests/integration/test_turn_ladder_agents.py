@@ -88,13 +88,6 @@ SCENARIOS = [
 async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
     s: Scenario, integration: str, request: pytest.FixtureRequest
 ) -> None:
-    if s.later_long_turns and integration in ("middleware", "agents-sdk"):
-        # Where the first question is the conversation's first message (no system message
-        # in the history) and preserve_first keeps it, the later turns run steps again
-        # until the step limit; being fixed in the plan's current-turn rule.
-        request.applymarker(pytest.mark.xfail(
-            reason="a kept first question: later long turns re-run steps", strict=False
-        ))
     delivered = Deliveries()
     reducer = MessageReducer(config=replace(s.config, on_prune=[delivered]))
     policy = Policy(steps=s.steps)

@@ -125,6 +125,7 @@ from .write import (
     text_block,
     with_content,
     with_parts,
+    with_text_appended,
     without_reasoning,
     write_message,
 )
@@ -214,5 +215,6 @@ __all__ = (
     "too_deep_among",
     "with_content",
     "with_parts",
+    "with_text_appended",
     "without_reasoning",
 )

@@ -48,6 +48,7 @@ __all__ = (
     "text_block",
     "with_content",
     "with_parts",
+    "with_text_appended",
     "without_reasoning",
 )
 
@@ -456,8 +457,12 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
     content, the marker in ``additional_properties``; Gemini contents become contents of
     one text part (role ``user`` or ``model``, the other keys kept); dicts using LangChain role
     names (``human``/``ai``, as ``role`` or ``type``) get those; anything else is left
-    as it is.
+    as it is. A Converse sample gives Converse messages (one text block; the shape has no
+    message id, so ``id`` is left off, the other fields, the marker among them, stay).
     """
+    native = _native(sample)
+    if native is not None:
+        return [native(m) for m in block]
     if _is_langchain(sample):
         from langchain_core.messages import AIMessage, HumanMessage
 
@@ -501,6 +506,42 @@ def match_shape(block: list[Any], sample: object) -> list[Any]:
         out_m.update((k, v) for k, v in m.items() if k != "role")
         renamed.append(out_m)
     return renamed
+
+
+def _native(sample: object) -> Callable[[Mapping[str, Any]], dict[str, Any]] | None:
+    """How :func:`match_shape` writes an OpenAI-style dict in the shape of ``sample`` when
+    that is Converse's, else ``None``."""
+    if not isinstance(sample, Mapping):
+        return None
+    fields = _payload(sample)[0]
+    if _bedrock.is_message(fields.get("content")):
+        return _as_converse
+    return None
+
+
+def _rest(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in message.items() if k not in ("role", "content", "id")}
+
+
+def _as_converse(message: Mapping[str, Any]) -> dict[str, Any]:
+    role = "user" if message["role"] in ("user", HUMAN) else "assistant"
+    return {"role": role, "content": [{"text": message["content"]}], **_rest(message)}
+
+
+def with_text_appended(message: _M, text: str, *, key: str, data: Mapping[str, Any]) -> _M:
+    """A copy of the dict ``message`` with ``text`` after its content (a text block at the
+    end of a list, else a new paragraph of a string) and ``data`` under ``key`` among its
+    fields; for a provider that takes no two user messages in a row (Converse)."""
+    source: Any = message
+    content = _payload(source)[0].get("content")
+    if isinstance(content, list):
+        merged: object = [*content, {"text": text}]
+    else:
+        merged = f"{content or ''}\n\n{text}" if content else text
+    copied: Any = with_content(message, merged)
+    target: Any = _payload(copied)[0]
+    target[key] = dict(data)
+    return copied  # type: ignore[no-any-return]
 
 
 #: How an OpenAI chat dict spells each canonical role.
