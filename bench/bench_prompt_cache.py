@@ -14,7 +14,9 @@ bounded to an 8,000-token budget five ways:
 
 For each request, the share of its tokens that sit in the longest run of leading
 messages identical to the previous request's (what a provider's prefix cache can
-reuse); printed as the token-weighted mean over the run, with the largest request.
+reuse); printed as the token-weighted mean over the run, with the largest request, and
+the input cost of the run when cached tokens cost 0.1 and the rest 1.25 (written to the
+cache) of an uncached token, relative to pruning alone.
 
     python bench/bench_prompt_cache.py
 """
@@ -39,6 +41,7 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from agentstate_reducer import ClearToolResults, MessageReducer, Offload, ReducerConfig
+from agentstate_reducer._cache import READ, WRITE
 from agentstate_reducer.langgraph import ReducingMiddleware, store_hook
 from agentstate_reducer.tokens import approximate_token_count
 
@@ -87,8 +90,9 @@ def summarise(messages: list[BaseMessage]) -> str:
     return f"Summary of {len(messages)} earlier messages: " + "kept fact " * 60
 
 
-def ours(*edits: Any) -> Any:
+def ours(*edits: Any, cache_aware: bool = False) -> Any:
     config = ReducerConfig(
+        cache_aware=cache_aware,
         max_tokens=BUDGET,
         target_tokens=6_000,
         token_counter="approximate",
@@ -102,6 +106,7 @@ def ours(*edits: Any) -> Any:
 def contenders() -> dict[str, Any]:
     return {
         "prune only": ours(),
+        "prune only, cache_aware": ours(cache_aware=True),
         "edit + prune": ours(ClearToolResults(keep=3), Offload(above=2_000)),
         "edit (clear_at_least=2000)": ours(
             ClearToolResults(keep=3, clear_at_least=2_000), Offload(above=2_000)
@@ -128,9 +133,12 @@ def _key(message: BaseMessage) -> str:
     )
 
 
-def prefix_share(requests: list[list[BaseMessage]]) -> tuple[float, int]:
-    """Token-weighted share of each request repeating the previous one's leading messages."""
+def prefix_share(requests: list[list[BaseMessage]]) -> tuple[float, int, float]:
+    """Token-weighted share of each request repeating the previous one's leading messages,
+    the largest request, and the input cost: cached tokens at READ, the rest at WRITE
+    (every request written to the cache), in uncached-token units."""
     reused = total = 0
+    cost = 0.0
     largest = 0
     previous: list[str] = []
     for request in requests:
@@ -142,12 +150,13 @@ def prefix_share(requests: list[list[BaseMessage]]) -> tuple[float, int]:
         if previous:
             reused += sum(tokens[:same])
             total += sum(tokens)
+        cost += READ * sum(tokens[:same]) + WRITE * sum(tokens[same:])
         largest = max(largest, sum(tokens))
         previous = keys
-    return reused / total, largest
+    return reused / total, largest, cost
 
 
-def run(middleware: Any) -> tuple[float, int, int]:
+def run(middleware: Any) -> tuple[float, int, int, float]:
     model = Scripted()
     agent = create_agent(
         model,
@@ -159,16 +168,24 @@ def run(middleware: Any) -> tuple[float, int, int]:
     config = {"configurable": {"thread_id": "bench"}}
     for turn in range(TURNS):
         agent.invoke({"messages": [HumanMessage(f"question {turn} please")]}, config)
-    share, largest = prefix_share(model.requests)
-    return share, largest, len(model.requests)
+    share, largest, cost = prefix_share(model.requests)
+    return share, largest, len(model.requests), cost
 
 
 def main() -> None:
     print(f"{TURNS} turns, budget {BUDGET} tokens (heuristic counts)")
-    print(f"{'contender':<28} {'prefix reused':>13} {'largest request':>16} {'requests':>9}")
+    print(
+        f"{'contender':<28} {'prefix reused':>13} {'largest request':>16} {'requests':>9} "
+        f"{'input cost':>11} {'vs pruning':>10}"
+    )
+    base = None
     for name, middleware in contenders().items():
-        share, largest, requests = run(middleware)
-        print(f"{name:<28} {share:>12.1%} {largest:>16} {requests:>9}")
+        share, largest, requests, cost = run(middleware)
+        base = cost if base is None else base
+        print(
+            f"{name:<28} {share:>12.1%} {largest:>16} {requests:>9} {cost:>11,.0f} "
+            f"{cost / base:>10.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -130,6 +130,11 @@ class ReducerConfig:
     #: signed block is never edited: kept whole or dropped whole. :func:`agent_config`
     #: picks ``"model"``.
     reasoning: str = KEEP
+    #: Token mode: a prune cuts deep enough to pay for the prompt cache it rewrites (the
+    #: tokens saved over the requests until the next cut, at the cached price, exceed
+    #: the kept tokens at the cache-write price), keeping between half of
+    #: ``target_tokens`` and all of it (bench/bench_prompt_cache.py).
+    cache_aware: bool = False
 
     def __post_init__(self) -> None:
         self._check_model()
@@ -211,6 +216,8 @@ class ReducerConfig:
             raise ConfigError(f"start_on must be None or 'human', got {self.start_on!r}")
         object.__setattr__(self, "context_edits", check_edits(self.context_edits))
         check_policy(self.reasoning)
+        if not isinstance(self.cache_aware, bool):
+            raise ConfigError(f"cache_aware must be True or False, got {self.cache_aware!r}")
         if not isinstance(self.turn_ladder, bool):
             raise ConfigError(f"turn_ladder must be True or False, got {self.turn_ladder!r}")
         if not isinstance(self.repair_dangling_calls, bool):
@@ -336,8 +343,7 @@ def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfi
     synthetic result), ``turn_ladder=True`` (in token mode a turn over the budget
     clears its older steps' results and inputs, then drops its oldest steps for one
     note, rather than losing steps the agent would run again) and ``reasoning="model"``
-    (a signed reasoning block goes back only to a model that can verify it), on top of
-    the defaults;
+    (a signed reasoning block goes back only to a model that can verify it), on top of the defaults;
     any option may be given or overridden.
     ``provider="bedrock"`` also turns ``preserve_first`` off: Converse wants user and
     assistant messages to alternate strictly, so a kept first question followed by the

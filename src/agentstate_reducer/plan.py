@@ -45,6 +45,7 @@ from itertools import compress
 from operator import and_, attrgetter, not_
 from typing import TYPE_CHECKING, cast
 
+from ._cache import cache_target, growth
 from ._links import Parents as Parents
 from ._links import Results as Results
 from ._links import Views as Views
@@ -570,7 +571,9 @@ def make_plan(
         elif token_mode:
             assert counts is not None
             target = config.effective_target_tokens
-            assert target is not None
+            assert target is not None and config.max_tokens is not None
+            if config.cache_aware:  # cut deep enough to pay for the cache it rewrites
+                target = cache_target(config.max_tokens, target, growth(counts, start))
             cut = _token_cut(
                 views, parents, counts, start, target - reserve, cascade, protected, answering
             )

@@ -124,6 +124,7 @@ class MessageReducer(_Core):
     repair_dangling_calls: _Setting[bool] = _Setting()
     turn_ladder: _Setting[bool] = _Setting()
     reasoning: _Setting[str] = _Setting()
+    cache_aware: _Setting[bool] = _Setting()
 
 
     def __repr__(self) -> str:
