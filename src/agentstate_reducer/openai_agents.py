@@ -106,7 +106,7 @@ def _marked_again(reducer: MessageReducer, items: list[Any]) -> list[Any]:
         return items
     out = list(items)
     for i, item in enumerate(out):
-        if isinstance(item, Mapping) and "role" in item and INJECTED_KEY not in item:
+        if isinstance(item, Mapping) and INJECTED_KEY not in item:
             stored = marked.get(_to_json(item))
             if stored is not None:
                 out[i] = stored
