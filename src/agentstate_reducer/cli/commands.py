@@ -28,7 +28,7 @@ from .explain import (
     _plural,
     _preview,
 )
-from .progress import Status
+from .progress import Status, is_terminal
 from .transcript import (
     Transcript,
     _emit,
@@ -266,7 +266,7 @@ def _cmd_count(args: argparse.Namespace) -> int:
         return "  ".join([*aligned, _clip(content, room)]).rstrip()
 
     # On a terminal the rows are the progress; else the status counts on standard error.
-    counting = not _is_terminal(sys.stdout)
+    counting = not is_terminal(sys.stdout)
     status.clear()
     print(f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}")
     print()
@@ -282,13 +282,6 @@ def _cmd_count(args: argparse.Namespace) -> int:
     if notes:
         print("\n" + "\n".join(notes))
     return 0
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 # The options' names in error messages of ReducerConfig and trim_messages, as flags.

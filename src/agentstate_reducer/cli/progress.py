@@ -20,6 +20,14 @@ LARGE_MESSAGES = 10_000
 _EVERY = 0.2
 
 
+def is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream is not)."""
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+
+
 class Status:
     """The status line of one command run."""
 
@@ -34,16 +42,10 @@ class Status:
     def stream(self) -> TextIO:
         return self._stream if self._stream is not None else sys.stderr
 
-    def _terminal(self) -> bool:
-        try:
-            return self.stream.isatty()
-        except (AttributeError, ValueError):  # a closed or odd stream: no status
-            return False
-
     def consider(self, *, size: int = 0, messages: int = 0) -> bool:
         """Turn the status on when the input is large and standard error a terminal."""
         if not self._on and (size >= LARGE_BYTES or messages >= LARGE_MESSAGES):
-            self._on = self._terminal()
+            self._on = is_terminal(self.stream)
         return self._on
 
     def say(self, text: str) -> None:
