@@ -13,6 +13,7 @@ from histories import ai, histories, human, results, system
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from strategies import histories as valid_histories
 
 from agentstate_reducer import (
     DEFAULT_NAMESPACE_KEY,
@@ -847,6 +848,91 @@ def test_result_figures_say_why_the_survivors_are_over_budget() -> None:
     assert tokens.tokens_after == 40  # system, question, and the latest step
     assert tokens.pruned_by_reason == {"old step": 4, "cascade": 4}
     assert not tokens.over_target
+
+
+def _failing_summary(pruned: list[Any]) -> str:
+    raise RuntimeError("the summariser is down")
+
+
+#: Configs whose results each take another path to their figures: the plan's, the turn
+#: ladder's note, context editing, an injected summary block, a fail-closed summary.
+_OVER_KINDS = ("plain", "ladder", "edits", "summary", "failed summary")
+
+
+def _over_config(kind: str, most: int, target: int) -> ReducerConfig:
+    from agentstate_reducer import ClearToolResults, Offload, agent_config
+
+    budget: dict[str, Any] = {
+        "max_tokens": most, "target_tokens": target, "token_counter": "approximate"
+    }
+    if kind == "ladder":
+        return agent_config(**budget)
+    if kind == "edits":
+        edits = [ClearToolResults(keep=1), Offload(above=20, head=4, tail=4)]
+        return agent_config(context_edits=edits, **budget)
+    if kind == "summary":
+        return ReducerConfig(summarize_fn=lambda ms: "sum " * 10, inject_summary=True, **budget)
+    if kind == "failed summary":
+        return ReducerConfig(summarize_fn=_failing_summary, inject_summary=True, **budget)
+    return ReducerConfig(**budget)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    valid_histories(),
+    st.integers(5, 120),
+    st.integers(1, 100),
+    st.sampled_from(_OVER_KINDS),
+    st.integers(0, 5),
+)
+def test_over_budget_says_whether_the_survivors_exceed_max_tokens(
+    history: list[Any], most: int, share: int, kind: str, appended: int
+) -> None:
+    # Law, token mode: over_budget == (tokens of the survivors > max_tokens), and
+    # over_target the same against target_tokens, whichever path the reduce took (a
+    # reduce, then the rest appended to the list it returned: the incremental path).
+    target = max(1, most * share // 100)
+    reducer = MessageReducer(config=_over_config(kind, most, target))
+    split = len(history) - min(appended, len(history))
+    result = reducer.reduce(history[:split])
+    if split < len(history):
+        result = reducer.reduce(result.surviving, history[split:])
+    kept = sum(reducer.count_tokens(result.surviving))
+    assert result.over_budget == (kept > most), (kept, result)
+    # over_target is said after a prune was triggered (above max_tokens) only.
+    assert result.over_target <= (kept > target) and result.over_target >= (kept > most)
+    assert bool(result.over_because) == result.over_target
+    if kind != "summary":  # (tokens_after leaves out a summary block injected now)
+        assert result.tokens_after == kept
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_histories(), st.integers(0, 10), st.integers(0, 10), st.booleans(), st.integers(0, 5))
+def test_over_budget_says_whether_the_survivors_exceed_max_messages(
+    history: list[Any], least: int, more: int, summarise: bool, appended: int
+) -> None:
+    most = least + more
+    fn = (lambda ms: "sum") if summarise else _failing_summary
+    config = ReducerConfig(
+        min_messages=least, max_messages=most, summarize_fn=fn, inject_summary=True
+    )
+    reducer = MessageReducer(config=config)
+    split = len(history) - min(appended, len(history))
+    result = reducer.reduce(history[:split])
+    if split < len(history):
+        result = reducer.reduce(result.surviving, history[split:])
+    assert result.messages_after == len(result.surviving)
+    assert result.over_budget == result.over_target == (len(result.surviving) > most)
+
+
+def test_a_failed_summary_that_keeps_everything_is_over_budget() -> None:
+    history = msgs(5)  # 6 messages: over max_messages, within the hard limit (8)
+    config = ReducerConfig(
+        min_messages=2, max_messages=4, summarize_fn=_failing_summary, inject_summary=True
+    )
+    result = MessageReducer(config=config).reduce(history)
+    assert result.summary_failed and result.pruned == [] and len(result.surviving) == 6
+    assert result.over_budget and result.over_because == ("summary failed",)  # was False
 
 
 # -- repair_dangling_calls ----------------------------------------------------------------

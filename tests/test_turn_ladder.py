@@ -166,6 +166,41 @@ def test_laws(steps: int, words: int, most: int, earlier: int) -> None:
         assert (package_note(m) or {}).get("edit") is None
 
 
+def test_the_figures_count_the_note_as_written() -> None:
+    history = turn(120, 250, earlier=3)
+    reducer = ladder(3000, 2000)
+    result = reducer.reduce(history)
+    assert result.turn_steps_dropped
+    # The plan sized the note from its entries; the figures are those of the note written.
+    assert result.tokens_after == sum(reducer.count_tokens(result.surviving))
+    again = reducer.reduce(result.surviving, turn(122, 250)[-4:])
+    assert again.tokens_after == sum(reducer.count_tokens(again.surviving))
+
+
+def test_one_warning_per_thread_names_the_turn_and_what_the_ladder_did(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from agentstate_reducer.reducer import warn_once_over_budget
+
+    # The latest step alone (about 400 tokens) is over max_tokens: nothing can bring the
+    # turn under, and the ladder did all it could.
+    reducer = ladder(300, 200)
+    history = turn(40, 130, earlier=2)
+    with caplog.at_level("WARNING", logger="agentstate_reducer"):
+        for k in range(3):  # three updates of thread "a", one of thread "b"
+            result = reducer.reduce(history[: len(history) - 4 + 2 * k])
+            assert result.over_budget
+            warn_once_over_budget(reducer, result, "a")
+        warn_once_over_budget(reducer, result, "b")
+    warned = [r.getMessage() for r in caplog.records if "went over its budget" in r.getMessage()]
+    assert len(warned) == 2 and "'a'" in warned[0] and "'b'" in warned[1]
+    assert "the current turn is kept while it has tool calls, and it alone exceeds" in warned[0]
+    # All but the latest of the 40 steps went; their cleared results went with them.
+    assert result.turn_steps_dropped == 39 and result.turn_results_cleared == 0
+    done = "the turn ladder dropped 39 oldest steps (one note stands for them)"
+    assert done in warned[1], warned[1]
+
+
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])
 

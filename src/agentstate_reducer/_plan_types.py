@@ -27,10 +27,47 @@ CURRENT_TURN = "current turn"
 SUMMARY_BLOCK = "summary block"
 #: Why survivors are over ``max_tokens`` when an edit waits for its original to be stored.
 UNSTORED_ORIGINAL = "original not stored yet"
+#: Why survivors are over the budget when ``summarize_fn`` failed and what it would have
+#: summarised was kept (``inject_summary``: fail closed).
+SUMMARY_FAILED = "summary failed"
 #: The former name of :data:`CURRENT_TURN` (the rule grew from one exchange to the turn).
 IN_PROGRESS = CURRENT_TURN
 PINNED = "pinned"
 UNDER_THRESHOLD = "under threshold"
+
+
+#: Why survivors are over, in words (the warning and ``--explain`` say it so).
+OVER_CAUSES = {
+    CURRENT_TURN: "the current turn is kept while it has tool calls, and it alone exceeds "
+    "the budget",
+    NEVER_PRUNED: "messages that are never pruned exceed it",
+    START_ON: "start_on human kept the question of the turn the cut fell in",
+    SUMMARY_BLOCK: "the summary block put the survivors over",
+    SUMMARY_FAILED: "summarize_fn failed, so what it would have summarised was kept",
+    UNSTORED_ORIGINAL: "an edited message is kept whole until its original is stored",
+}
+
+
+def over_causes(because: tuple[str, ...]) -> str:
+    """``over_because`` in words, ``; ``-separated (an unknown reason as it is)."""
+    return "; ".join(OVER_CAUSES.get(c, c) for c in because) or "messages that are never pruned"
+
+
+def ladder_done(results: int, inputs: int, steps: int) -> str:
+    """What the turn ladder did to the current turn, in words; ``""`` when nothing."""
+    def n(count: int, word: str) -> str:
+        return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+    done = []
+    if results:
+        done.append(f"cleared {n(results, 'older result')}")
+    if inputs:
+        done.append(f"cleared {n(inputs, 'older input')}")
+    if steps:
+        done.append(f"dropped {n(steps, 'oldest step')} (one note stands for them)")
+    if not done:
+        return ""
+    return "the turn ladder " + (", ".join(done[:-1]) + " and " if done[1:] else "") + done[-1]
 
 
 @dataclass(frozen=True)

@@ -309,13 +309,20 @@ class ReducerResult(Generic[MessageT]):
     tokens_after: int | None = None
     #: How many messages were pruned for each reason (``"in window"``, ``"cascade"``...).
     pruned_by_reason: dict[str, int] = field(default_factory=dict)
-    #: Whether the survivors exceed the target (``target_tokens``, or ``max_messages``).
+    #: Whether the survivors exceed the target (``target_tokens``, or ``max_messages``)
+    #: after a prune was triggered.
     over_target: bool = False
-    #: Whether the survivors exceed the budget (``max_tokens``, or ``max_messages``).
+    #: Whether the survivors, as returned, exceed the budget: their tokens (an injected
+    #: summary block and a turn note included) above ``max_tokens`` (less the request
+    #: overhead, in calibrated units), or their number above ``max_messages``. Holds on
+    #: every path: a full reduce, an append, a summary failed closed.
     over_budget: bool = False
-    #: Why they do: ``"current turn"`` (never pruned while it has tool calls),
+    #: Why they do: ``"current turn"`` (never pruned while it has tool calls; with
+    #: ``turn_ladder``, still over once the ladder did what it could),
     #: ``"never-pruned role"`` (what may never be pruned exceeds the target alone),
-    #: ``"start_on"`` (the cut moved back to a human message).
+    #: ``"start_on"`` (the cut moved back to a human message), ``"summary block"``,
+    #: ``"summary failed"`` (what it would have summarised was kept),
+    #: ``"original not stored yet"`` (an edit undone until its original is stored).
     over_because: tuple[str, ...] = ()
     #: Synthetic tool results added for dead calls (``repair_dangling_calls``), as
     #: they appear in :attr:`surviving`.
@@ -325,11 +332,15 @@ class ReducerResult(Generic[MessageT]):
     summary_missing: tuple[str, ...] = ()
     #: Identifiers and names in :attr:`summary` that none of those messages holds.
     summary_invented: tuple[str, ...] = ()
-    #: Tool results of the current turn cleared to a placeholder (previews included).
+    #: Tool results of the current turn cleared to a placeholder by this reduce (the
+    #: ladder's rung (a), or ``ClearToolResults``; previews included), among the
+    #: survivors: a result cleared in a step then dropped counts as that step.
     turn_results_cleared: int = 0
-    #: Tool inputs of the current turn cleared.
+    #: Tool inputs of the current turn's older steps cleared by this reduce (rung (b)),
+    #: among the survivors.
     turn_inputs_cleared: int = 0
-    #: Oldest steps of the current turn dropped (``turn_ladder``: one note stands for them).
+    #: Oldest steps of the current turn dropped by this reduce (rung (c); with
+    #: ``turn_ladder`` one note stands for them, counting every step dropped so far).
     turn_steps_dropped: int = 0
     #: Surviving messages whose signed reasoning the ``reasoning`` policy dropped (whole).
     reasoning_dropped: int = 0

@@ -69,6 +69,7 @@ from ._plan_types import (
     Plan,
 )
 from ._plan_types import SUMMARY_BLOCK as SUMMARY_BLOCK
+from ._plan_types import SUMMARY_FAILED as SUMMARY_FAILED
 from ._plan_types import UNSTORED_ORIGINAL as UNSTORED_ORIGINAL
 from ._turns import Turn, _plain_human, current_turn
 from .errors import ConfigError

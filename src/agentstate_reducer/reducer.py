@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, cast, overload
 
 from ._merge import PrunedIds, merge_messages, require
+from ._plan_types import ladder_done, over_causes
 from ._replay import needs_input, replay_survivors
 from .config import (
     MessageT,
@@ -27,7 +28,7 @@ from .config import (
 )
 from .edit import EditOption
 from .errors import ConfigTypeError
-from .plan import Plan
+from .plan import CURRENT_TURN, Plan
 from .reasoning import KEEP
 from .reducing.effects import _adrive, _drive
 from .reducing.flow import _Core
@@ -205,7 +206,7 @@ class MessageReducer(_Core):
             self._check_sync()
         step = self._start(existing, new, namespace)
         result = step if isinstance(step, ReducerResult) else _drive(step)
-        return self._replay(existing, new, result)
+        return self._replay(existing, new, result, namespace)
 
     @overload
     async def areduce(
@@ -242,9 +243,11 @@ class MessageReducer(_Core):
         ``acall`` (the model's ``ainvoke``)."""
         step = self._start(existing, new, namespace)
         result = step if isinstance(step, ReducerResult) else await _adrive(step)
-        return self._replay(existing, new, result)
+        return self._replay(existing, new, result, namespace)
 
-    def _replay(self, existing: Any, new: Any, result: ReducerResult[Any]) -> ReducerResult[Any]:
+    def _replay(
+        self, existing: Any, new: Any, result: ReducerResult[Any], namespace: Any = None
+    ) -> ReducerResult[Any]:
         """``result`` with the survivors the ``reasoning`` policy sends (remembered for
         the next append, read again when next needed)."""
         config = self.config
@@ -256,6 +259,12 @@ class MessageReducer(_Core):
         if replayed is None:
             return result
         self._remember(replayed.surviving, None, None)
+        if count is not None and result.tokens_after is not None and result.over_target:
+            # Lighter survivors may be under now; the block of a summary counts too.
+            block = sum(count(result.surviving)) - result.tokens_after
+            replayed = self._said(replayed, namespace, block, CURRENT_TURN)
+        elif count is None and result.over_target:
+            replayed = self._said(replayed, namespace, 0, CURRENT_TURN)
         return replayed
 
     # -- LangGraph ---------------------------------------------------------------
@@ -344,10 +353,14 @@ def warn_once_over_budget(
         size = f"{result.tokens_after} tokens kept, budget {settings.max_tokens}"
     else:
         size = f"{result.messages_after} messages kept, budget {settings.max_messages}"
+    done = ladder_done(
+        result.turn_results_cleared, result.turn_inputs_cleared, result.turn_steps_dropped
+    )
     logger.warning(
-        "agentstate-reducer: thread %r went over its budget (%s) because of: %s; requests "
-        "may exceed the budget (warned once per thread)",
+        "agentstate-reducer: thread %r went over its budget (%s): %s%s; requests may exceed "
+        "the budget (warned once per thread)",
         key or None,
         size,
-        ", ".join(result.over_because) or "messages that are never pruned",
+        over_causes(result.over_because),
+        f"; {done}" if done else "",
     )

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from ..config import ReducerResult
 from ..edit import CLEARED, CLEARED_INPUT, ContextEdit
-from ..plan import SUMMARY_BLOCK, WINDOW, Plan
+from ..plan import SUMMARY_BLOCK, SUMMARY_FAILED, UNSTORED_ORIGINAL, WINDOW, Plan
 from ..read import too_deep_among
 from ..summary import check_summary
 from .chains import _Memo
@@ -55,10 +55,12 @@ class _Core(_HandingOver):
                 reason = plan.why.get(i, (WINDOW, None))[0]
                 by_reason[reason] = by_reason.get(reason, 0) + 1
         kept_tokens = plan.kept_tokens
-        if plan.total_tokens is not None and len(result.pruned) != len(plan.pruned):
-            counts = self.count_tokens(messages)  # cached: a fail-closed summary pruned less
+        if kept_tokens is not None and len(result.pruned) != len(plan.pruned):
+            # A fail-closed summary pruned less than the plan (whose total may be unknown:
+            # it counted lazily); the note was not written then.
+            counts = self.count_tokens(messages)  # cached
             at = {id(m): i for i, m in enumerate(messages)}
-            kept_tokens = plan.total_tokens - sum(counts[at[id(m)]] for m in result.pruned)
+            kept_tokens = sum(counts) - sum(counts[at[id(m)]] for m in result.pruned)
         return _rebuilt(
             result,
             pruned=pruned,
@@ -117,13 +119,11 @@ class _Core(_HandingOver):
                 text, block = self._fit(text, batch, plan, namespace)
             failed = text is None
         result, handed = self._result(messages, plan, memo, edits, added, text, failed)
-        if (
-            block
-            and result.tokens_after is not None
-            and result.tokens_after + block > self._budget(namespace).max_tokens
-        ):
-            because = (*result.over_because, SUMMARY_BLOCK)
-            result = _rebuilt(result, over_budget=True, over_because=because)
+        # What the summary did (a block, a fail-closed keep, a previous block kept) is
+        # past the plan's figures.
+        result = self._said(
+            result, namespace, block, SUMMARY_FAILED if result.summary_failed else SUMMARY_BLOCK
+        )
         if text is not None and not result.summary_failed and batch is not None:
             check = check_summary(batch, text)
             if check:
@@ -134,8 +134,35 @@ class _Core(_HandingOver):
             places = _Places(existing, new, edits, messages, added)
             yield from self._hand_over(handed, namespace, places, edits)
         if edits and self.config.on_prune:
-            result = self._unstored(result, messages, edits, namespace)
+            unstored = self._unstored(result, messages, edits, namespace)
+            if unstored is not result:
+                result = self._said(unstored, namespace, block, UNSTORED_ORIGINAL)
         return result
+
+    def _said(
+        self, result: ReducerResult[Any], namespace: Any, block: int, cause: str
+    ) -> ReducerResult[Any]:
+        """``result`` with ``over_budget`` and ``over_target`` saying what its survivors
+        are: their tokens (``tokens_after``, plus the ``block`` tokens of an injected
+        summary) against the budget of ``namespace``, or their number against
+        ``max_messages``; ``cause`` joins ``over_because`` when it put them over."""
+        config = self.config
+        if config.token_mode:
+            if result.tokens_after is None:
+                return result
+            budget = self._budget(namespace)
+            assert budget.max_tokens is not None and budget.effective_target_tokens is not None
+            kept = result.tokens_after + block
+            over, above = kept > budget.max_tokens, kept > budget.effective_target_tokens
+        else:
+            most = config.max_messages
+            over = above = most is not None and result.messages_after > most
+        because = result.over_because if above else ()
+        if (above and not result.over_target) or (over and not result.over_budget):
+            because = (*because, cause) if cause not in because else because
+        if (over, above, because) == (result.over_budget, result.over_target, result.over_because):
+            return result
+        return _rebuilt(result, over_budget=over, over_target=above, over_because=because)
 
     def _result(
         self,
@@ -173,12 +200,16 @@ class _Core(_HandingOver):
         result = self._figures(result, messages, plan, added)
         self._note(messages, plan, memo, result)
         if edits or plan.dropped_steps:
+            # The turn's figures count the placeholders that stay: a cleared result of a
+            # step dropped afterwards is one of the steps dropped.
             body = plan.turn.body
+            gone = set(plan.pruned) if plan.dropped_steps else ()
+            stay = [e.kind for e in edits if e.index >= body and e.index not in gone]
             result = _rebuilt(
                 result,
                 edited=edits,
-                turn_results_cleared=sum(e.kind == CLEARED and e.index >= body for e in edits),
-                turn_inputs_cleared=sum(e.kind == CLEARED_INPUT and e.index >= body for e in edits),
+                turn_results_cleared=stay.count(CLEARED),
+                turn_inputs_cleared=stay.count(CLEARED_INPUT),
                 turn_steps_dropped=plan.dropped_steps,
             )
         if not self.config.on_prune or not (result.pruned or edits):

@@ -14,7 +14,6 @@ from ..config import ReducerResult
 from ..edit import ContextEdit
 from ..errors import OutboxError, UnstorableError
 from ..hooks import NOT_DELIVERED, context_keys, delivery_key
-from ..plan import UNSTORED_ORIGINAL
 from ..read import is_injected, message_id, raw_message_id
 from .effects import _Effect, _Hand, _Refused
 from .lists import _concat, _rebuilt
@@ -239,13 +238,6 @@ class _HandingOver(_Summarising):
         changes: dict[str, Any] = {"surviving": surviving, "edited": kept}
         if result.tokens_after is not None:
             grown = sum(self._count_one(old) - self._count_one(new) for new, old in restored)
-            tokens = result.tokens_after + grown
-            budget = self._budget(namespace)
-            changes["tokens_after"] = tokens
-            if tokens > budget.max_tokens and not result.over_budget:
-                changes["over_budget"] = True
-                changes["over_because"] = (*result.over_because, UNSTORED_ORIGINAL)
-            target = budget.effective_target_tokens
-            changes["over_target"] = result.over_target or (target is not None and tokens > target)
+            changes["tokens_after"] = result.tokens_after + grown  # over_*: the caller's
         self._remember(surviving, None, None)
         return _rebuilt(result, **changes)

@@ -12,7 +12,7 @@ from typing import Any
 from ..config import ReducerConfig, ReducerResult
 from ..edit import ContextEdit, edit_messages, turn_note
 from ..errors import MessageFormatError
-from ..plan import Plan, Settled, dangling_calls, make_plan, plan_append, settle
+from ..plan import CURRENT_TURN, Plan, Settled, dangling_calls, make_plan, plan_append, settle
 from ..read import MessageRecord, is_merge_update, message_id, read_messages, synthetic_results
 from ..tokens.cache import LazyCounts
 from .chains import (
@@ -154,8 +154,36 @@ class _Preparing(_Counting):
         )
         note = turn_note(outcome.messages, views, plan.turn, plan.dropped_steps, self.config)
         if note is not None:  # the turn ladder's last rung: one note for the dropped steps
-            plan = replace(plan, note=note)
+            plan = self._noted(plan, note, outcome.counts, namespace)
         return outcome.messages, plan, (views, outcome.counts), outcome.edits
+
+    def _noted(
+        self,
+        plan: Plan,
+        note: tuple[int, Any, bool],
+        counts: Sequence[int] | None,
+        namespace: Any,
+    ) -> Plan:
+        """``plan`` with the turn note it sized, its figures from the note as written:
+        the plan sized it from its entries, and the note replaces what stood there."""
+        if plan.kept_tokens is None or counts is None:
+            return replace(plan, note=note)
+        index, message, replaces = note
+        tokens = self._count_one(message)
+        kept = plan.kept_tokens - plan.note_tokens + tokens
+        if replaces and index not in plan.pruned:
+            kept -= counts[index]
+        budget = self._budget(namespace)
+        assert budget.max_tokens is not None and budget.effective_target_tokens is not None
+        over = kept > budget.max_tokens
+        above = kept > budget.effective_target_tokens
+        because = plan.over_because if above else ()
+        if above and not because:
+            because = (CURRENT_TURN,)  # the turn alone is over: it dropped steps
+        return replace(
+            plan, note=note, note_tokens=tokens, kept_tokens=kept,
+            over_budget=over, over_target=above, over_because=because,
+        )
 
     # -- the incremental path: a reduce of the list the last one returned -------------
 
