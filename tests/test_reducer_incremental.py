@@ -32,6 +32,12 @@ def configs(draw: st.DrawFn) -> ReducerConfig:
     if draw(st.booleans()):
         options["summarize_fn"] = lambda pruned: f"{len(pruned)} messages"
         options["inject_summary"] = draw(st.booleans())
+    if draw(st.booleans()):  # what agent_config() and the integrations set
+        options["repair_dangling_calls"] = draw(st.booleans())
+        options["reasoning"] = draw(st.sampled_from(["keep", "current-turn", "model"]))
+        options["turn_ladder"] = draw(st.booleans())
+        options["calibrate_from_usage"] = draw(st.booleans())
+        options["model"] = draw(st.sampled_from([None, "gpt-4o", "claude-sonnet-4-5"]))
     if draw(st.booleans()):
         low = draw(st.integers(0, 8))
         high = draw(st.integers(low, low + 6))
@@ -477,3 +483,89 @@ def test_the_budget_is_the_same_on_the_incremental_path(
         assert got.pruned == want.pruned
         assert reducer.calibration("t").factor == fresh.calibration("t").factor
         state = got.surviving
+
+
+@st.composite
+def abandoned(draw: st.DrawFn) -> list[Any]:
+    """A history where some tool results never came (calls abandoned mid-way, some at the
+    end still pending), in a chat shape or as OpenAI Responses items (parallel calls split
+    over several items)."""
+    if draw(st.booleans()):
+        from strategies_responses import responses_histories
+
+        pool = list(draw(responses_histories()))
+    else:
+        pool = draw(histories(max_turns=10))
+    holes = draw(st.lists(st.integers(0, 10**6), max_size=4))
+    for pick in holes:
+        answering = [i for i, m in enumerate(pool) if read_message(m).answers]
+        if answering:
+            del pool[answering[pick % len(answering)]]
+    return pool
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(abandoned(), st.lists(st.integers(1, 3), min_size=1, max_size=40), st.booleans(),
+       st.booleans())
+def test_dead_calls_are_repaired_on_the_incremental_path_as_by_a_fresh_reducer(
+    pool: list[Any], chunks: list[int], copies: bool, tokens: bool
+) -> None:
+    """With ``repair_dangling_calls``, an append reads only the latest response and the new
+    messages for dead calls; every step gives what a fresh reducer gives, onto the
+    returned list or onto equal copies of it (a checkpointer's)."""
+    options: dict[str, Any] = {"repair_dangling_calls": True, "start_on": "human"}
+    config = (
+        ReducerConfig(max_tokens=10**6, token_counter=_content_tokens, **options)
+        if tokens
+        else ReducerConfig(min_messages=500, max_messages=1_000, **options)
+    )
+    reducer = MessageReducer(config=config)
+    state: list[Any] = []
+    at = 0
+    for k in chunks:
+        new, at = pool[at : at + k], at + k
+        if not new:
+            break
+        existing = copy.deepcopy(state) if copies else state
+        want = MessageReducer(config=config).reduce(existing=copy.deepcopy(existing), new=new)
+        got = reducer.reduce(existing=existing, new=new)
+        assert len(got.repaired) == len(want.repaired)
+        assert [message_id(m) for m in got.surviving] == [
+            message_id(m) for m in want.surviving
+        ]
+        assert [read_message(m).answers for m in got.surviving] == [
+            read_message(m).answers for m in want.surviving
+        ]
+        state = got.surviving
+
+
+def test_an_agent_config_append_loop_reads_only_the_new_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """agent_config() (dead calls repaired, reasoning by model) and a model name keep the
+    incremental path: each append reads the new message and the latest response, not the
+    history (it read the whole history twice per append before)."""
+    from agentstate_reducer import agent_config
+
+    read: list[int] = []
+    real = reducer_module.read_messages
+
+    def counting(messages: list[Any]) -> list[Any]:
+        read.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    history = _loop_history(60)
+    for config in (
+        agent_config(min_messages=400, max_messages=500),
+        agent_config(min_messages=400, max_messages=500, model="gpt-4o", system_prompt="hi"),
+    ):
+        reducer = MessageReducer(config=config)
+        state = reducer.reduce(existing=history[:10]).surviving
+        read.clear()
+        for message in history[10:]:
+            state = reducer.reduce(existing=state, new=[message]).surviving
+        assert state == history
+        # The tail read for pending calls (8 messages at most here) and the new message.
+        assert max(read) <= 9, read

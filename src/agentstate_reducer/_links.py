@@ -89,6 +89,24 @@ def dangling_calls(views: Sequence[MessageRecord]) -> tuple[tuple[int, tuple[str
     return tuple(dead)
 
 
+def pending_from(views: Sequence[MessageRecord]) -> int | None:
+    """Where the calls that may still be pending begin in ``views``, the end of a history
+    whose earlier calls are all answered or repaired (a list the reducer returned with
+    ``repair_dangling_calls``): the first message of the latest model response or plain
+    human message (see :func:`dangling_calls`). ``None`` when ``views`` may not reach back
+    to that response's first message (it starts there, or holds no such message)."""
+    last = next(
+        (i for i in range(len(views) - 1, -1, -1) if views[i].role == AI or _plain_human(views[i])),
+        None,
+    )
+    if last is None:
+        return None
+    begin = last
+    while begin > 0 and _joins(views[begin - 1], views[begin]):
+        begin -= 1
+    return begin or None
+
+
 class Views(Protocol):
     """What :func:`link_calls` reads: a list of views, or an object reading them lazily."""
 

@@ -46,6 +46,17 @@ _APPEND_FIELDS = frozenset(
         "start_on",
         "context_edits",  # the reducer appends only when editing would change nothing
         "turn_ladder",  # acts only over max_tokens
+        "cache_aware",  # acts only on a prune
+        # Read before the plan (the overhead and calibration in the budget, the dead
+        # calls repaired first: an append follows only when none is found) or after it
+        # (the reasoning replay of the survivors); the plan never reads them.
+        "model",
+        "context_window",
+        "tools",
+        "system_prompt",
+        "calibrate_from_usage",
+        "repair_dangling_calls",
+        "reasoning",
     }
 )
 

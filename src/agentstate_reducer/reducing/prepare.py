@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from .._links import pending_from
 from ..config import ReducerConfig, ReducerResult
 from ..edit import ContextEdit, edit_messages, turn_note
 from ..errors import MessageFormatError
@@ -58,6 +59,18 @@ def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
         at = index + 1
     out.extend(messages[at:])
     return out, added
+
+
+def _pending_start(messages: list[Any]) -> int:
+    """The index in ``messages`` where calls that may still be pending begin (see
+    :func:`~agentstate_reducer._links.pending_from`), reading a tail as long as needed."""
+    n, k = len(messages), 8
+    while True:
+        low = max(0, n - k)
+        begin = pending_from(read_messages(messages[low:]))
+        if begin is not None or low == 0:
+            return low + (begin or 0)
+        k *= 4
 
 
 class _Preparing(_Counting):
@@ -115,7 +128,7 @@ class _Preparing(_Counting):
         messages = _concat(existing, new)
         added: list[Any] = []
         if self.config.repair_dangling_calls:
-            messages, added = repair_dangling_calls(messages)
+            messages, added = self._repair(existing, messages)
         if not added:
             fast = self._append(existing, messages, namespace)
             if fast is not None:
@@ -212,6 +225,24 @@ class _Preparing(_Counting):
             )
             return
         self._remember(surviving, None, None)  # read again when next needed
+
+    def _repair(self, existing: Any, messages: list[Any]) -> tuple[list[Any], list[Any]]:
+        """:func:`repair_dangling_calls` of ``messages``; when they extend a list this
+        reducer returned (or equal copies of it), whose calls were all answered or repaired
+        but the latest response's, only that response and the new messages are read: no
+        call before them can have died."""
+        size = len(existing) if type(existing) is list else -1
+        if 0 < size < len(messages):
+            chain = self._match(existing, messages)
+            if chain is not None and chain.size == size:
+                self._checked.list = (existing, chain)  # the plan's match, done already
+                try:
+                    start = _pending_start(existing)
+                    if not dangling_calls(read_messages(messages[start:])):
+                        return messages, []
+                except MessageFormatError:
+                    pass  # the full read raises it, naming the index in the whole list
+        return repair_dangling_calls(messages)
 
     def _append(self, existing: Any, messages: list[Any], namespace: Any = None) -> Plan | None:
         """The plan of ``messages`` when they extend a list this reducer returned (or equal
