@@ -962,8 +962,9 @@ def test_explain_says_why_the_survivors_are_over_the_budget(tmp_path: Path) -> N
     text = ok("reduce", path, *SMALL, "--explain")
     rows = explain_rows(text)
     assert all(r[2:4] == ["kept", "current turn"] for k, r in rows.items() if k != "0")
-    assert ("over: 12 messages kept, over the budget of 8: the current turn is never pruned "
-            "while it has tool calls") in text
+    assert ("over: 12 messages kept, over the budget of 8: the current turn is kept while "
+            "it has tool calls (in token mode its question and latest step at the least), and "
+            "the turn alone is over") in text
 
 
 def test_trim_puts_a_partial_system_prompt_back_on_top(tmp_path: Path) -> None:
@@ -977,3 +978,71 @@ def test_trim_puts_a_partial_system_prompt_back_on_top(tmp_path: Path) -> None:
     out = json.loads(ok("trim", str(path), "--max-tokens", "12", "--strategy", "first",
                         "--allow-partial"))
     assert out == {"model": "c", "system": "first line of the prompt\n", "messages": []}
+
+
+# -- --turn-ladder ------------------------------------------------------------------
+
+
+def _long_turn(steps: int) -> list[dict[str, Any]]:
+    """A system prompt, a question, then ``steps`` calls of ``step`` with ~500-token results."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": "work through the steps"},
+                                 {"role": "user", "content": "please work through the steps"}]
+    for k in range(steps):
+        arguments = json.dumps({"query": f"0.{k}"})
+        call = {"id": f"c{k}", "type": "function",
+                "function": {"name": "step", "arguments": arguments}}
+        out += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{k}", "content": "lorem ipsum " * 250}]
+    return out
+
+
+LADDER = ["--max-tokens", "3000", "--target-tokens", "2000", "--turn-ladder"]
+
+
+def _laddered(messages: list[Any]) -> Any:
+    from agentstate_reducer import MessageReducer, ReducerConfig
+
+    config = ReducerConfig(max_tokens=3000, target_tokens=2000, token_counter="approximate",
+                           turn_ladder=True, dedupe_on_prune=False)
+    return MessageReducer(config=config).reduce(messages)
+
+
+def test_turn_ladder_writes_what_reduce_returns(tmp_path: Path) -> None:
+    messages = _long_turn(120)
+    path = write(tmp_path, "turn.json", json.dumps(messages))
+    result = _laddered(messages)
+    assert json.loads(ok("reduce", path, *LADDER)) == result.surviving
+    plain = json.loads(ok("reduce", path, *LADDER[:-1]))
+    assert not any("[turn note: " in str(m.get("content")) for m in plain)
+
+
+def test_explain_shows_what_the_turn_ladder_did(tmp_path: Path) -> None:
+    messages = _long_turn(120)
+    path = write(tmp_path, "turn.json", json.dumps(messages))
+    result = _laddered(messages)
+    assert result.turn_steps_dropped and result.turn_results_cleared
+    text = ok("reduce", path, *LADDER, "--explain", "--all")
+    assert (f"turn ladder: cleared {result.turn_results_cleared} older results and dropped "
+            f"{result.turn_steps_dropped} oldest steps (one note stands for them)") in text
+    rows = explain_rows(text)
+    note = rows["+"]
+    assert note[2:4] == ["added", f"turn note: {result.turn_steps_dropped} steps dropped"]
+    assert note[4].startswith("[turn note: ")
+    latest = rows[str(len(messages) - 1)]
+    assert latest[2] == "kept"  # the latest step whole
+    cleared = rows[str(len(messages) - 3)]
+    assert cleared[2:4] == ["cleared", "turn ladder"] and "/" in cleared[1]
+    after = sum(approximate_token_count(m) for m in result.surviving)
+    assert f"after:  {len(result.surviving):>3} messages, {after:>5} tokens" in text
+    assert "openai rules, output: OK" in text
+
+
+def test_explain_says_when_the_ladder_had_nothing_to_do(tmp_path: Path) -> None:
+    path = write(tmp_path, "turn.json", json.dumps(_long_turn(3)))
+    text = ok("reduce", path, *LADDER, "--explain")
+    assert "turn ladder: nothing to do (the current turn fits max_tokens)" in text
+
+
+def test_turn_ladder_needs_token_mode() -> None:
+    err = fail("reduce", str(FIXTURES / "list.json"), "--turn-ladder", status=2)
+    assert "--turn-ladder needs --max-tokens" in err

@@ -194,7 +194,8 @@ def test_one_warning_per_thread_names_the_turn_and_what_the_ladder_did(
         warn_once_over_budget(reducer, result, "b")
     warned = [r.getMessage() for r in caplog.records if "went over its budget" in r.getMessage()]
     assert len(warned) == 2 and "'a'" in warned[0] and "'b'" in warned[1]
-    assert "the current turn is kept while it has tool calls, and it alone exceeds" in warned[0]
+    assert "the current turn is kept while it has tool calls" in warned[0]
+    assert "and the turn alone is over" in warned[0]
     # All but the latest of the 40 steps went; their cleared results went with them.
     assert result.turn_steps_dropped == 39 and result.turn_results_cleared == 0
     done = "the turn ladder dropped 39 oldest steps (one note stands for them)"

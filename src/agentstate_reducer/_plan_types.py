@@ -38,8 +38,8 @@ UNDER_THRESHOLD = "under threshold"
 
 #: Why survivors are over, in words (the warning and ``--explain`` say it so).
 OVER_CAUSES = {
-    CURRENT_TURN: "the current turn is kept while it has tool calls, and it alone exceeds "
-    "the budget",
+    CURRENT_TURN: "the current turn is kept while it has tool calls (in token mode its "
+    "question and latest step at the least), and the turn alone is over",
     NEVER_PRUNED: "messages that are never pruned exceed it",
     START_ON: "start_on human kept the question of the turn the cut fell in",
     SUMMARY_BLOCK: "the summary block put the survivors over",

@@ -24,6 +24,7 @@ from .explain import (
     _clip,
     _explain,
     _explain_trim,
+    _Laddered,
     _Planned,
     _plural,
     _preview,
@@ -79,6 +80,8 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
         )
         print(f"{args.prog}: warning: --max-tokens and {given} both given: token mode wins, "
               f"{given} {'is' if ' and ' not in given else 'are'} ignored", file=sys.stderr)
+    if args.turn_ladder and args.max_tokens is None:
+        raise _UsageError("--turn-ladder needs --max-tokens: the ladder works in token mode")
     max_messages = _MAX_MESSAGES if args.max_messages is None else args.max_messages
     min_messages = max_messages // 2 if args.min_messages is None else args.min_messages
     try:
@@ -92,6 +95,7 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
             cascade_tool_messages=args.cascade,
             start_on=None if args.start_on in (None, "none") else args.start_on,
             dedupe_on_prune=False,
+            turn_ladder=args.turn_ladder,
         )
     except ConfigError as exc:
         raise _UsageError(_as_flags(str(exc))) from exc
@@ -114,20 +118,46 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
         else _Planned(transcript.messages, list(range(len(transcript.messages))))
     )
     status.say(f"planning {len(planned.messages):,} messages")
-    plan = reducer.plan(planned.messages)  # what reduce() does, without hooks to run
-    gone = set(plan.pruned)
-    kept = [i for i in range(len(planned.messages)) if i not in gone]
-    surviving = [planned.messages[i] for i in kept]
-    origin = [planned.origin[i] for i in kept]
+    laddered = None
+    if config.turn_ladder:
+        laddered = _ladder(reducer, planned)
+        plan = laddered.plan
+        surviving, origin = laddered.result.surviving, laddered.origin
+    else:
+        plan = reducer.plan(planned.messages)  # what reduce() does, without hooks to run
+        gone = set(plan.pruned)
+        kept = [i for i in range(len(planned.messages)) if i not in gone]
+        surviving = [planned.messages[i] for i in kept]
+        origin = [planned.origin[i] for i in kept]
     if args.explain:
         status.say(f"counting {len(planned.messages):,} messages")
         counts = reducer.count_tokens(planned.messages)
         lines = _explain(
-            transcript, plan, counts, config, args.counter, start_on_default, args.all, planned
+            transcript, plan, counts, config, args.counter, start_on_default, args.all, planned,
+            laddered,
         )
         status.clear()
         print("\n".join(lines))
     return _finish(args, transcript, surviving, origin)
+
+
+def _ladder(reducer: MessageReducer, planned: _Planned) -> _Laddered:
+    """What ``reduce()`` does with the turn ladder on (read, edit, plan; no hook to run),
+    with each survivor's index in the transcript."""
+    messages, plan, memo, edits, added = reducer._prepare(planned.messages, None)
+    result = reducer._result(messages, plan, memo, edits, added, None, False)[0]
+    gone = set(plan.pruned)
+    kept = [i for i in range(len(messages)) if i not in gone]
+    if plan.note is not None:  # where _outcome puts the note, numbered as what it follows
+        index, _, replaces = plan.note
+        at = index - sum(i < index for i in plan.pruned)
+        kept[at : at + replaces] = [index]
+    origin = [planned.origin[i] for i in kept]
+    if len(origin) != len(result.surviving):  # pragma: no cover - the two would disagree
+        raise AssertionError("the ladder's survivors and their origins differ")
+    counts = reducer.count_tokens(messages)
+    note = reducer.count_tokens([plan.note[1]])[0] if plan.note is not None else 0
+    return _Laddered(messages, plan, result, origin, edits, counts, note)
 
 
 def _finish(

@@ -117,6 +117,11 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                        help="human (or an alias such as user): the kept tail starts on a human "
                             "message (the default for an Anthropic, Gemini or Bedrock request); "
                             "none: wherever the window ends")
+    rules.add_argument("--turn-ladder", action="store_true",
+                       help="token mode: a current turn over --max-tokens clears its older "
+                            "steps' results, then their inputs, then drops its oldest steps "
+                            "for one note (as agent_config() does); never the question, never "
+                            "the latest step")
     _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
                         "messages (with --out, the file is written too)")
     reduce.set_defaults(run=_cmd_reduce)

@@ -8,9 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import ReducerConfig
-from ..plan import CASCADE, CURRENT_TURN, NEVER_PRUNED, START_ON, Plan
+from .._plan_types import ladder_done, over_causes
+from ..config import ReducerConfig, ReducerResult
+from ..edit import ContextEdit
+from ..plan import CASCADE, START_ON, Plan
 from ..read import (
+    injected_mark,
     message_parts,
     read_message,
 )
@@ -121,23 +124,49 @@ def _explain(
     start_on_default: bool = False,
     show_all: bool = False,
     planned: _Planned | None = None,
+    laddered: _Laddered | None = None,
 ) -> list[str]:
     planned = planned or _Planned(transcript.messages, list(range(len(transcript.messages))))
     labels = planned.labels(transcript)
     gone = set(plan.pruned)
+    kinds: dict[int, list[str]] = {}
+    for edit in laddered.edits if laddered is not None else ():
+        kinds.setdefault(edit.index, []).append(edit.kind)
+    note_at, replaces = (plan.note[0], plan.note[2]) if plan.note is not None else (-1, False)
     rows = []
+    after = 0
     for i, message in enumerate(planned.messages):
+        if i == note_at and laddered is not None:
+            rows.extend(_note_row(laddered, replaces))
+            after += laddered.note_tokens
+            if replaces:
+                continue
         role = read_message(message, i).role
         result = "pruned" if i in gone else ("added" if labels[i] == _ADDED else "kept")
         why = "repair: no result recorded" if labels[i] == _ADDED else _why(labels, plan, i)
-        rows.append([labels[i], role, str(counts[i]), result, why, _preview(message, i)])
+        tokens = str(counts[i])
+        shown = message
+        if i in kinds and laddered is not None:
+            shown = laddered.messages[i]
+            edited = laddered.counts[i]
+            tokens = f"{edited}/{counts[i]}"
+            if i not in gone:
+                result = ", ".join(kinds[i])
+                why = "turn ladder" if i >= plan.turn.body and config.turn_ladder else "edit"
+        if i not in gone:
+            after += laddered.counts[i] if laddered is not None else counts[i]
+        rows.append([labels[i], role, tokens, result, why, _preview(shown, i)])
     n = len(transcript.messages)
     added = len(planned.messages) - n
     before = sum(c for c, label in zip(counts, labels, strict=True) if label != _ADDED)
-    after = sum(counts) - sum(counts[i] for i in gone)
     note = f"{len(gone)} pruned"
+    if kinds:
+        note += f", {sum(i not in gone for i in kinds)} edited"
     if added:
         note += f", {_plural(added, 'synthetic result')} added"
+    kept = len(planned.messages) - len(gone)
+    if laddered is not None:
+        kept = len(laddered.result.surviving)
     table = _table(("#", "role", "tokens", "result", "why", "content"), rows, {0, 2})
     return [
         f"input: {transcript.source}: {transcript.label}, {_plural(n, 'message')}",
@@ -145,8 +174,50 @@ def _explain(
         "",
         *_elide(table, [r[3] for r in rows], show_all),
         "",
-        *_totals(n, before, len(planned.messages) - len(gone), after, note),
+        *_totals(n, before, kept, after, note),
+        *_ladder_line(laddered),
         *_over(plan, config),
+    ]
+
+
+@dataclass
+class _Laddered:
+    """What ``reduce`` made with the turn ladder on: the edited messages (one per planned
+    message), the plan over them, the result, and each survivor's index in the transcript."""
+
+    messages: list[Any]
+    plan: Plan
+    result: ReducerResult[Any]
+    origin: list[int]
+    edits: tuple[ContextEdit, ...]
+    counts: list[int] = field(default_factory=list)
+    note_tokens: int = 0
+
+
+def _note_row(laddered: _Laddered, replaces: bool) -> list[list[str]]:
+    """The turn note's row: added (or rewritten, where it replaces a message)."""
+    plan = laddered.plan
+    assert plan.note is not None
+    index, message, _ = plan.note
+    steps = (injected_mark(message) or {}).get("steps", laddered.result.turn_steps_dropped)
+    role = read_message(message, index).role
+    return [[
+        _ADDED, role, str(laddered.note_tokens), "rewritten" if replaces else "added",
+        f"turn note: {_plural(int(steps), 'step')} dropped", _preview(message, index),
+    ]]
+
+
+def _ladder_line(laddered: _Laddered | None) -> list[str]:
+    """What the turn ladder did to the current turn, from the result's figures."""
+    if laddered is None:
+        return []
+    result = laddered.result
+    done = ladder_done(
+        result.turn_results_cleared, result.turn_inputs_cleared, result.turn_steps_dropped
+    )
+    return [
+        f"turn ladder: {done.removeprefix('the turn ladder ')}" if done
+        else "turn ladder: nothing to do (the current turn fits max_tokens)"
     ]
 
 
@@ -178,12 +249,7 @@ def _over(plan: Plan, config: ReducerConfig) -> list[str]:
         )
     else:
         what = f"{plan.kept} messages kept, over the budget of {config.max_messages}"
-    causes = {
-        CURRENT_TURN: "the current turn is never pruned while it has tool calls",
-        NEVER_PRUNED: "messages that are never pruned exceed it",
-        START_ON: "start_on human kept the question of the turn the cut fell in",
-    }
-    because = "; ".join(causes[c] for c in plan.over_because)
+    because = over_causes(plan.over_because)
     if plan.dropped_steps:
         because += f" ({_plural(plan.dropped_steps, 'oldest step')} of it pruned)"
     return [f"over: {what}: {because}"]
