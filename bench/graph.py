@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workloads import cheap_counter
 
 
-def run(turns: int = 500, max_tokens: int = 24_000) -> dict[str, float]:
-    """CPU microseconds of all turns and of the reducer within them, and its share."""
+def run(turns: int = 500, max_tokens: int = 24_000, recipe: bool = False) -> dict[str, float]:
+    """CPU microseconds of all turns and of the reducer within them, and its share;
+    ``recipe``: the agent recipe (``agent_config()``), as the integrations default to."""
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.tools import tool
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -35,10 +36,11 @@ def run(turns: int = 500, max_tokens: int = 24_000) -> dict[str, float]:
     from langgraph.prebuilt import ToolNode
     from typing_extensions import TypedDict
 
-    from agentstate_reducer import MessageReducer, ReducerConfig
+    from agentstate_reducer import MessageReducer, ReducerConfig, agent_config
     from agentstate_reducer.langgraph import reducing_add_messages
 
-    reducer = MessageReducer(config=ReducerConfig(
+    build = agent_config if recipe else ReducerConfig
+    reducer = MessageReducer(config=build(
         max_tokens=max_tokens, target_tokens=max_tokens * 3 // 4, token_counter="approximate"))
     merge = reducing_add_messages(reducer)
     spent = [0.0]

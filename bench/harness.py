@@ -415,14 +415,15 @@ def users(sizes: Sizes, published: Path | None) -> list[Row]:
             ))
     import graph
 
-    got = graph.run(sizes.graph_turns)
-    rows.append(Row(
-        "as users run it",
-        f"LangGraph StateGraph + SqliteSaver, {sizes.graph_turns} turns, usage reported: "
-        f"the reducer's share of a turn's CPU",
-        fmt_us(got["reducer_us"]), f"turn: {fmt_us(got['turn_us'])}", got["share"] * 100,
-        "%", "<= 5", got["share"] <= 0.05,
-    ))
+    for recipe in (False, True):
+        got = graph.run(sizes.graph_turns, recipe=recipe)
+        rows.append(Row(
+            "as users run it",
+            f"LangGraph StateGraph + SqliteSaver, {sizes.graph_turns} turns, usage reported"
+            f"{', agent_config()' if recipe else ''}: the reducer's share of a turn's CPU",
+            fmt_us(got["reducer_us"]), f"turn: {fmt_us(got['turn_us'])}", got["share"] * 100,
+            "%", "<= 5", got["share"] <= 0.05,
+        ))
     return rows
 
 
@@ -550,6 +551,44 @@ def memory(sizes: Sizes, published: Path | None) -> list[Row]:
 # -- report ------------------------------------------------------------------------------
 
 
+def ladder(sizes: Sizes) -> list[Row]:
+    """The turn ladder beside a reduce without it where nothing is over, and a turn it shrank."""
+    import bench_ladder
+
+    small = sizes is SMOKE
+    got = bench_ladder.figures(bench_ladder.SMOKE if small else bench_ladder.LadderSizes(),
+                               best, cpu_us)
+    rows: list[Row] = []
+    one, app = got["one_shot"], got["append"]
+    n = (bench_ladder.SMOKE if small else bench_ladder.LadderSizes()).one_shot
+    kept = (bench_ladder.SMOKE if small else bench_ladder.LadderSizes()).kept
+    for label, pair in ((f"reduce(), {n:,} dicts, nothing over", one),
+                        (f"per append, {kept:,} kept dicts, nothing over", app)):
+        ratio = pair["ladder"] / pair["no ladder"]
+        rows.append(Row(
+            "turn ladder", f"{label}, agent_config()", fmt_us(pair["ladder"]),
+            f"turn_ladder=False: {fmt_us(pair['no ladder'])}", ratio, "x", "<= 1.2",
+            ratio <= 1.2,
+        ))
+    rows.append(Row(
+        "turn ladder", f"per append, {kept:,} kept dicts, agent_config() beside ReducerConfig()",
+        fmt_us(app["ladder"]), f"ReducerConfig: {fmt_us(app['plain'])}",
+        app["ladder"] / app["plain"], "x", "", None,
+    ))
+    turn = got["shrunk"]
+    rows.append(Row(
+        "turn ladder",
+        f"a {turn['steps']}-step turn of ~5,000-token results at 3,000 / 2,000:"
+        f" {turn['tokens_before']:,}"
+        f" -> {turn['tokens_after']:,} tokens (latest step {turn['latest_step']:,}),"
+        f" {turn['results_cleared']} results cleared, {turn['inputs_cleared']} inputs"
+        f" cleared, {turn['steps_dropped']} steps dropped for one note",
+        fmt_us(turn["us"]), f"turn_ladder=False: {fmt_us(turn['plain_us'])}",
+        turn["us"] / turn["plain_us"], "x", "", None,
+    ))
+    return rows
+
+
 def table(rows: list[Row]) -> str:
     header = ["workload", "this package", "reference", "ratio", "target", "holds"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -646,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-published", action="store_true", help="skip 0.5.0")
     parser.add_argument(
         "--only", nargs="*", default=None,
-        choices=["one-shot", "append", "users", "trim", "heuristic", "memory"],
+        choices=["one-shot", "append", "users", "trim", "heuristic", "memory", "ladder"],
     )
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else Sizes()
@@ -658,6 +697,7 @@ def main(argv: list[str] | None = None) -> int:
         "trim": lambda: trim(sizes),
         "heuristic": lambda: heuristic(sizes),
         "memory": lambda: memory(sizes, published),
+        "ladder": lambda: ladder(sizes),
     }
     rows: list[Row] = []
     for name, section in sections.items():

@@ -32,7 +32,7 @@ def test_smoke_run_writes_one_table_with_every_section(
     text = out.read_text(encoding="utf-8")
     assert "smoke mode" in text and "Machine:" in text and "Date:" in text
     sections = ("one-shot", "append loop", "as users run it", "trim_messages", "heuristic",
-                "memory")
+                "memory", "turn ladder")
     for section in sections:
         assert f"| **{section}** |" in text
     rows = [line for line in text.splitlines() if line.startswith("| ") and "**" not in line]
