@@ -5,7 +5,7 @@ The one place of the reduce that reads messages (``read_messages``, ``message_id
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -61,13 +61,13 @@ def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
     return out, added
 
 
-def _pending_start(messages: list[Any]) -> int:
+def _pending_start(messages: list[Any], read: Callable[[list[Any]], Sequence[Any]]) -> int:
     """The index in ``messages`` where calls that may still be pending begin (see
     :func:`~agentstate_reducer._links.pending_from`), reading a tail as long as needed."""
-    n, k = len(messages), 8
+    n, k = len(messages), 2
     while True:
         low = max(0, n - k)
-        begin = pending_from(read_messages(messages[low:]))
+        begin = pending_from(read(messages[low:]))
         if begin is not None or low == 0:
             return low + (begin or 0)
         k *= 4
@@ -236,9 +236,13 @@ class _Preparing(_Counting):
             chain = self._match(existing, messages)
             if chain is not None and chain.size == size:
                 self._checked.list = (existing, chain)  # the plan's match, done already
+                cache = self._token_counts if self.config.token_mode else None
+                # Token mode reads through the cache: the tail's views are held, the
+                # new messages' are read once for the plan that follows.
+                read = read_messages if cache is None else (lambda ms: cache.read(ms)[0])
                 try:
-                    start = _pending_start(existing)
-                    if not dangling_calls(read_messages(messages[start:])):
+                    start = _pending_start(existing, read)
+                    if not dangling_calls(read(messages[start:])):
                         return messages, []
                 except MessageFormatError:
                     pass  # the full read raises it, naming the index in the whole list
