@@ -15,7 +15,6 @@ from typing import Any, Generic, cast, overload
 
 from ._merge import PrunedIds, merge_messages, require
 from ._plan_types import ladder_done, over_causes
-from ._replay import needs_input, replay_survivors
 from .config import (
     MessageT,
     PinLike,
@@ -28,14 +27,12 @@ from .config import (
 )
 from .edit import EditOption
 from .errors import ConfigTypeError
-from .plan import CURRENT_TURN, Plan
-from .reasoning import KEEP
+from .plan import Plan
 from .reducing.effects import _adrive, _drive
-from .reducing.flow import _Core
+from .reducing.flow import _Core, reduce_flow
 from .reducing.lists import (
     _T,
     OneMessage,
-    _concat,
     _message_list,
     as_message_list,
     hard_message_limit,
@@ -204,9 +201,7 @@ class MessageReducer(_Core):
         """
         if self._async_callable is not None:
             self._check_sync()
-        step = self._start(existing, new, namespace)
-        result = step if isinstance(step, ReducerResult) else _drive(step)
-        return self._replay(existing, new, result, namespace)
+        return _drive(reduce_flow(self, existing, new, namespace))
 
     @overload
     async def areduce(
@@ -241,31 +236,7 @@ class MessageReducer(_Core):
 
         A :class:`~agentstate_reducer.summary.Summarizer` is awaited through its
         ``acall`` (the model's ``ainvoke``)."""
-        step = self._start(existing, new, namespace)
-        result = step if isinstance(step, ReducerResult) else await _adrive(step)
-        return self._replay(existing, new, result, namespace)
-
-    def _replay(
-        self, existing: Any, new: Any, result: ReducerResult[Any], namespace: Any = None
-    ) -> ReducerResult[Any]:
-        """``result`` with the survivors the ``reasoning`` policy sends (remembered for
-        the next append, read again when next needed)."""
-        config = self.config
-        if config.reasoning == KEEP:
-            return result
-        messages = _concat(existing, new) if needs_input(config) else None
-        count = self._cache().counts if config.token_mode else None
-        replayed = replay_survivors(config, result, messages, count)
-        if replayed is None:
-            return result
-        self._remember(replayed.surviving, None, None)
-        if count is not None and result.tokens_after is not None and result.over_target:
-            # Lighter survivors may be under now; the block of a summary counts too.
-            block = sum(count(result.surviving)) - result.tokens_after
-            replayed = self._said(replayed, namespace, block, CURRENT_TURN)
-        elif count is None and result.over_target:
-            replayed = self._said(replayed, namespace, 0, CURRENT_TURN)
-        return replayed
+        return await _adrive(reduce_flow(self, existing, new, namespace))
 
     # -- LangGraph ---------------------------------------------------------------
 

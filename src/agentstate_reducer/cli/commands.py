@@ -17,6 +17,8 @@ from ..read import (
     read_message,
 )
 from ..reducer import MessageReducer, repair_dangling_calls
+from ..reducing.prepare import prepare
+from ..reducing.result import _result
 from ..tokens import TokenCounter, resolve_token_counter
 from ..trim import trim_selection
 from ..validate import validate_history
@@ -144,8 +146,9 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
 def _ladder(reducer: MessageReducer, planned: _Planned) -> _Laddered:
     """What ``reduce()`` does with the turn ladder on (read, edit, plan; no hook to run),
     with each survivor's index in the transcript."""
-    messages, plan, memo, edits, added = reducer._prepare(planned.messages, None)
-    result = reducer._result(messages, plan, memo, edits, added, None, False)[0]
+    prepared = prepare(reducer, planned.messages, planned.messages.copy(), None)
+    messages, plan, memo, edits, added = prepared
+    result = _result(reducer, messages, plan, memo, edits, added, None, False)[0]
     gone = set(plan.pruned)
     kept = [i for i in range(len(messages)) if i not in gone]
     if plan.note is not None:  # where _outcome puts the note, numbered as what it follows

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..config import ReducerConfig
+from ..config import ReducerConfig, ReducerResult
 from ..edit import AppendRule
 from ..errors import ConfigError, ConfigTypeError
 from ..hooks import DeliveryLedger, HandoffLedger, is_async_callable, namespace_key
@@ -24,7 +24,7 @@ from ..tokens import (
 )
 from ..tokens.count import _text_counter
 from .chains import _Chain
-from .lists import _message_list, as_message_list
+from .lists import _message_list, _rebuilt, as_message_list
 
 #: How far back from the end of a history the latest ai message is looked for, for the
 #: usage it reports (past tool results and a new question).
@@ -282,3 +282,28 @@ class _Counting:
             if len(self._observed) > _MAX_OBSERVED:
                 del self._observed[next(iter(self._observed))]
             return True
+
+    def _said(
+        self, result: ReducerResult[Any], namespace: Any, block: int, cause: str
+    ) -> ReducerResult[Any]:
+        """``result`` with ``over_budget`` and ``over_target`` saying what its survivors
+        are: their tokens (``tokens_after``, plus the ``block`` tokens of an injected
+        summary) against the budget of ``namespace``, or their number against
+        ``max_messages``; ``cause`` joins ``over_because`` when it put them over."""
+        config = self.config
+        if config.token_mode:
+            if result.tokens_after is None:
+                return result
+            budget = self._budget(namespace)
+            assert budget.max_tokens is not None and budget.effective_target_tokens is not None
+            kept = result.tokens_after + block
+            over, above = kept > budget.max_tokens, kept > budget.effective_target_tokens
+        else:
+            most = config.max_messages
+            over = above = most is not None and result.messages_after > most
+        because = result.over_because if above else ()
+        if (above and not result.over_target) or (over and not result.over_budget):
+            because = (*because, cause) if cause not in because else because
+        if (over, above, because) == (result.over_budget, result.over_target, result.over_because):
+            return result
+        return _rebuilt(result, over_budget=over, over_target=above, over_because=because)

@@ -14,9 +14,11 @@ from ..config import ReducerResult
 from ..edit import ContextEdit
 from ..errors import OutboxError, UnstorableError
 from ..hooks import NOT_DELIVERED, context_keys, delivery_key
+from ..plan import UNSTORED_ORIGINAL
 from ..read import is_injected, message_id, raw_message_id
 from .effects import _Effect, _Hand, _Refused
-from .lists import _concat, _rebuilt
+from .lists import _rebuilt
+from .prepare import Prepared
 from .summaries import _Summarising
 
 logger = logging.getLogger("agentstate_reducer")
@@ -40,24 +42,24 @@ class _Places:
 
     def __init__(
         self,
-        existing: Any,
-        new: Any,
+        inputs: list[Any],
         edits: tuple[ContextEdit, ...],
         messages: list[Any],
         added: list[Any],
     ) -> None:
-        self._parts = existing, new, edits
+        #: ``existing + new``, as the reduce was given them.
+        self._inputs = inputs
+        self._edits = edits
         #: The list the plan saw (edited copies, synthetic results), and the synthetic ones.
         self._messages = messages
         self._added = added
 
     def of(self, message: object) -> int | None:
-        existing, new, edits = self._parts
-        for i, m in enumerate(_concat(existing, new)):
+        for i, m in enumerate(self._inputs):
             if m is message:
                 return i
         # An edited original travels as a copy: the index of the message it was made of.
-        return next((e.index for e in edits if e.original is message), None)
+        return next((e.index for e in self._edits if e.original is message), None)
 
     def keys(self, batch: list[Any], namespace: Any) -> list[Hashable]:
         """The ledger keys of ``batch`` (in conversation order, edited originals after):
@@ -81,7 +83,7 @@ class _Places:
             positions.append(k)
             j = k + 1
         conversation: list[Any] = list(messages)
-        for edit in self._parts[2]:
+        for edit in self._edits:
             conversation[edit.index] = edit._source
         if self._added:
             made = {id(m) for m in self._added}
@@ -109,6 +111,29 @@ def _raise_placed(error: UnstorableError, batch: list[Any], places: _Places | No
     )
     placed.index, placed.detail = where, error.detail
     raise placed from error
+
+
+def hand_over(
+    reducer: _HandingOver,
+    result: ReducerResult[Any],
+    handed: list[Any],
+    inputs: list[Any],
+    prepared: Prepared,
+    block: int,
+    namespace: Any,
+) -> Generator[_Effect, Any, ReducerResult[Any]]:
+    """Hand ``handed`` to the hooks (yielding one effect a hook), then ``result`` with
+    each edit whose original is not stored yet undone (``block``: the tokens of its
+    summary block, for what the survivors then say of the budget)."""
+    edits = prepared.edits
+    if handed:
+        places = _Places(inputs, edits, prepared.messages, prepared.added)
+        yield from reducer._hand_over(handed, namespace, places, edits)
+    if edits and reducer.config.on_prune:
+        unstored = reducer._unstored(result, prepared.messages, edits, namespace)
+        if unstored is not result:
+            result = reducer._said(unstored, namespace, block, UNSTORED_ORIGINAL)
+    return result
 
 
 class _HandingOver(_Summarising):

@@ -7,14 +7,15 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
-from .._links import pending_from
+from .._links import dangling_calls, pending_from
 from ..config import ReducerConfig, ReducerResult
 from ..edit import ContextEdit, edit_messages, turn_note
 from ..errors import MessageFormatError
-from ..plan import CURRENT_TURN, Plan, Settled, dangling_calls, make_plan, plan_append, settle
-from ..read import MessageRecord, is_merge_update, message_id, read_messages, synthetic_results
+from ..plan import CURRENT_TURN, Plan, Settled, make_plan, plan_append, settle
+from ..read import MessageRecord, is_merge_update, message_id, synthetic_results
+from ..read.chat import read_messages
 from ..tokens.cache import LazyCounts
 from .chains import (
     _CHAINS,
@@ -30,7 +31,7 @@ from .chains import (
     _unchanged,
 )
 from .counts import _Counting
-from .lists import _concat, _survivors
+from .lists import _survivors
 
 
 def _needs_add_messages(reducer: _Preparing, left: list[Any], right: list[Any]) -> bool:
@@ -45,7 +46,8 @@ def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
     """``(repaired, added)``: a new list with a synthetic result right after each dead
     call's ai message (see :func:`~agentstate_reducer.plan.dangling_calls`), and those
     results; ``messages`` itself when there is no dead call."""
-    dead = dangling_calls(read_messages(messages))
+    views = read_messages(messages)
+    dead = dangling_calls(views)
     if not dead:
         return messages, []
     out: list[Any] = []
@@ -71,6 +73,84 @@ def _pending_start(messages: list[Any], read: Callable[[list[Any]], Sequence[Any
         if begin is not None or low == 0:
             return low + (begin or 0)
         k *= 4
+
+
+class Prepared(NamedTuple):
+    """What the read, edit and plan stages hand on to the rest of a reduce."""
+
+    #: The list planned: the input with synthetic results for dead calls right after
+    #: their calls (``added``) and the copies context editing made in place of originals.
+    messages: list[Any]
+    plan: Plan
+    #: The records and counts the plan read, remembered with the result; ``None`` on the
+    #: incremental path (it remembered them already).
+    memo: _Memo | None
+    edits: tuple[ContextEdit, ...]
+    added: list[Any]
+
+
+def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: Any) -> Prepared:
+    """Repair, read, edit and plan ``messages`` (``existing + new``), in this order; an
+    append to a list this reducer returned is planned from its new messages alone.
+
+    Editing comes before the plan, so the plan sees the edited counts and prunes only
+    what is still over the threshold. Both count lazily: what neither needs is never
+    counted."""
+    config = reducer.config
+    added: list[Any] = []
+    if config.repair_dangling_calls:
+        messages, added = reducer._repair(existing, messages)
+    if not added:
+        fast = reducer._append(existing, messages, namespace)
+        if fast is not None:
+            return Prepared(messages, fast, None, (), added)
+    views = read_messages(messages)
+    counts: Sequence[int] | None = None
+    budget = config
+    if config.token_mode:
+        counts = LazyCounts.of(reducer._cache(), messages, views)  # read once, not again
+        if config.calibrate_from_usage:
+            reducer._learn(messages, views, counts, namespace)
+        budget = reducer._budget(namespace)  # the edit step fires where the plan prunes
+    edits: tuple[ContextEdit, ...] = ()
+    editing = bool(config.context_edits) or (config.turn_ladder and config.token_mode)
+    if editing:
+        outcome = edit_messages(
+            messages, views, counts, budget, reducer._count_one, reducer._part_counter()
+        )
+        messages, counts, edits = outcome.messages, outcome.counts, outcome.edits
+        if config.token_mode and counts is not None:
+            if config.calibrate_from_usage:
+                reducer._learn(messages, views, counts, namespace)
+            budget = reducer._budget(namespace)
+    plan = _pinned_plan(messages, views, counts, budget, [], reducer._reserve())
+    if editing:
+        note = turn_note(messages, views, plan.turn, plan.dropped_steps, config)
+        if note is not None:  # the turn ladder's last rung: one note for the dropped steps
+            plan = reducer._noted(plan, note, counts, namespace)
+    return Prepared(messages, plan, (views, counts), edits, added)
+
+
+def _pinned_plan(
+    messages: list[Any],
+    views: list[MessageRecord],
+    counts: Sequence[int] | None,
+    config: ReducerConfig,
+    keep: list[int],
+    reserve: int,
+) -> Plan:
+    """:func:`make_plan`, planned again with the pinned messages once it passes the
+    threshold (the ``pin`` predicate is asked only then)."""
+    plan = make_plan(views, config, counts, pinned=keep, reserve=reserve)
+    if plan.triggered and config.pin is not None:
+        pin = config.pin
+        if callable(pin):
+            pinned = [i for i, m in enumerate(messages) if pin(m)]
+        else:
+            pinned = [i for i, v in enumerate(views) if v.id is not None and v.id in pin]
+        if pinned:
+            plan = make_plan(views, config, counts, pinned=[*keep, *pinned], reserve=reserve)
+    return plan
 
 
 class _Preparing(_Counting):
@@ -107,68 +187,8 @@ class _Preparing(_Counting):
             if config.calibrate_from_usage:
                 self._learn(messages, views, counts, namespace)
             config = self._budget(namespace)
-        plan = make_plan(views, config, counts, pinned=keep, reserve=reserve)
-        if plan.triggered and config.pin is not None:
-            # Pins matter only once the threshold is passed: ask the predicate only then.
-            pin = config.pin
-            if callable(pin):
-                pinned = [i for i, m in enumerate(messages) if pin(m)]
-            else:
-                pinned = [i for i, v in enumerate(views) if v.id is not None and v.id in pin]
-            if pinned:
-                plan = make_plan(views, config, counts, pinned=[*keep, *pinned], reserve=reserve)
+        plan = _pinned_plan(messages, views, counts, config, keep, reserve)
         return plan, views, counts
-
-    def _prepare(
-        self, existing: Any, new: Any, namespace: Any = None
-    ) -> tuple[list[Any], Plan, _Memo | None, tuple[ContextEdit, ...], list[Any]]:
-        """``(messages, plan, memo, edits, added)``: ``messages`` holds the synthetic
-        results ``added`` for dead calls (``repair_dangling_calls``), right after their
-        calls, and the copies context editing made in place of the originals."""
-        messages = _concat(existing, new)
-        added: list[Any] = []
-        if self.config.repair_dangling_calls:
-            messages, added = self._repair(existing, messages)
-        if not added:
-            fast = self._append(existing, messages, namespace)
-            if fast is not None:
-                return messages, fast, None, (), added
-        if self.config.context_edits or (self.config.turn_ladder and self.config.token_mode):
-            edited, plan, memo, edits = self._prepare_edited(messages, namespace)
-            return edited, plan, memo, edits, added
-        plan, views, counts = self._plan(
-            messages, self.config, [], reserve=self._reserve(), namespace=namespace, lazy=True
-        )
-        return messages, plan, (views, counts), (), added
-
-    def _prepare_edited(
-        self, messages: list[Any], namespace: Any = None
-    ) -> tuple[list[Any], Plan, _Memo, tuple[ContextEdit, ...]]:
-        """Edit first; the plan then sees the edited counts, so it prunes only what is
-        still over the threshold. Both count lazily: what neither needs is never counted."""
-        counts: Sequence[int] | None = None
-        views = read_messages(messages)
-        budget = self.config
-        if budget.token_mode:
-            counts = LazyCounts.of(self._cache(), messages, views)  # read once, not again
-            if budget.calibrate_from_usage:
-                self._learn(messages, views, counts, namespace)
-            budget = self._budget(namespace)  # the edit step fires where the plan prunes
-        outcome = edit_messages(
-            messages, views, counts, budget, self._count_one, self._part_counter()
-        )
-        plan, _, _ = self._plan(
-            outcome.messages,
-            self.config,
-            [],
-            reserve=self._reserve(),
-            namespace=namespace,
-            read=(views, outcome.counts),
-        )
-        note = turn_note(outcome.messages, views, plan.turn, plan.dropped_steps, self.config)
-        if note is not None:  # the turn ladder's last rung: one note for the dropped steps
-            plan = self._noted(plan, note, outcome.counts, namespace)
-        return outcome.messages, plan, (views, outcome.counts), outcome.edits
 
     def _noted(
         self,

@@ -7,7 +7,7 @@ import bisect
 import logging
 from collections.abc import Generator
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config import ReducerResult
 from ..plan import Plan
@@ -24,6 +24,31 @@ from .lists import _split, hard_message_limit
 from .prepare import _Preparing
 
 logger = logging.getLogger("agentstate_reducer")
+
+
+class _Summary(NamedTuple):
+    """The summary of a reduce: what ``summarize_fn`` got (``None``: no summary was
+    asked), its text once fitted, whether it failed, and the tokens of its block."""
+
+    batch: list[Any] | None
+    text: str | None
+    failed: bool
+    block: int
+
+
+def summarise(
+    reducer: _Summarising, messages: list[Any], plan: Plan, namespace: Any
+) -> Generator[_Effect, Any, _Summary]:
+    """The summary a reduce injects or reports: yields the effect that asks
+    ``summarize_fn``, then fits its reply to the block's share of the budget."""
+    text: str | None = None
+    block = 0
+    batch = reducer._to_summarize(messages, plan)
+    if batch is not None:
+        text = yield from reducer._summary(batch)
+        if text is not None:
+            text, block = reducer._fit(text, batch, plan, namespace)
+    return _Summary(batch, text, batch is not None and text is None, block)
 
 
 class _Summarising(_Preparing):
