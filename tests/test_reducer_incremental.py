@@ -128,8 +128,10 @@ def _every_step_equals_a_fresh_reducer(
             state, new = state + new, None
         want = MessageReducer(config=config).reduce(existing=list(state), new=copy.copy(new))
         got = reducer.reduce(existing=state, new=new)
-        if not config.inject_summary and not config.context_edits:
-            # (a summary may keep what the plan prunes; editing shrinks what it counts)
+        if not (config.inject_summary or config.context_edits or config.repair_dangling_calls
+                or config.turn_ladder):
+            # (a summary may keep what the plan prunes; editing shrinks what it counts;
+            # plan() neither repairs dead calls nor runs the turn ladder)
             # reduce() counts lazily, plan() counts every message: the same selection.
             whole = list(state) + list(new or [])
             eager = MessageReducer(config=config).plan(whole)
@@ -506,14 +508,15 @@ def abandoned(draw: st.DrawFn) -> list[Any]:
 
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(abandoned(), st.lists(st.integers(1, 3), min_size=1, max_size=40), st.booleans(),
-       st.booleans())
+@given(abandoned(), st.lists(st.integers(1, 3), min_size=1, max_size=40),
+       st.sampled_from(["returned", "copies", "whole"]), st.booleans())
 def test_dead_calls_are_repaired_on_the_incremental_path_as_by_a_fresh_reducer(
-    pool: list[Any], chunks: list[int], copies: bool, tokens: bool
+    pool: list[Any], chunks: list[int], mode: str, tokens: bool
 ) -> None:
     """With ``repair_dangling_calls``, an append reads only the latest response and the new
     messages for dead calls; every step gives what a fresh reducer gives, onto the
-    returned list or onto equal copies of it (a checkpointer's)."""
+    returned list, onto equal copies of it (a checkpointer's), or handed over whole as
+    ``existing`` (the middleware's ``list(state["messages"])``)."""
     options: dict[str, Any] = {"repair_dangling_calls": True, "start_on": "human"}
     config = (
         ReducerConfig(max_tokens=10**6, token_counter=_content_tokens, **options)
@@ -527,9 +530,12 @@ def test_dead_calls_are_repaired_on_the_incremental_path_as_by_a_fresh_reducer(
         new, at = pool[at : at + k], at + k
         if not new:
             break
-        existing = copy.deepcopy(state) if copies else state
+        existing = copy.deepcopy(state) if mode == "copies" else state
         want = MessageReducer(config=config).reduce(existing=copy.deepcopy(existing), new=new)
-        got = reducer.reduce(existing=existing, new=new)
+        if mode == "whole":
+            got = reducer.reduce(existing=[*existing, *new])
+        else:
+            got = reducer.reduce(existing=existing, new=new)
         assert len(got.repaired) == len(want.repaired)
         assert [message_id(m) for m in got.surviving] == [
             message_id(m) for m in want.surviving
@@ -557,15 +563,20 @@ def test_an_agent_config_append_loop_reads_only_the_new_messages(
 
     monkeypatch.setattr(reducer_module, "read_messages", counting)
     history = _loop_history(60)
-    for config in (
-        agent_config(min_messages=400, max_messages=500),
-        agent_config(min_messages=400, max_messages=500, model="gpt-4o", system_prompt="hi"),
+    for config, whole in (
+        (agent_config(min_messages=400, max_messages=500), False),
+        (agent_config(min_messages=400, max_messages=500), True),  # as the middleware
+        (agent_config(min_messages=400, max_messages=500, model="gpt-4o", system_prompt="hi"),
+         False),
     ):
         reducer = MessageReducer(config=config)
         state = reducer.reduce(existing=history[:10]).surviving
         read.clear()
         for message in history[10:]:
-            state = reducer.reduce(existing=state, new=[message]).surviving
+            if whole:
+                state = reducer.reduce(existing=[*state, message]).surviving
+            else:
+                state = reducer.reduce(existing=state, new=[message]).surviving
         assert state == history
         # The tail read for pending calls (a few messages) and the new message.
         assert max(read) <= 9, read

@@ -251,21 +251,21 @@ class _Preparing(_Counting):
         reducer returned (or equal copies of it), whose calls were all answered or repaired
         but the latest response's, only that response and the new messages are read: no
         call before them can have died."""
-        size = len(existing) if type(existing) is list else -1
+        chain = self._match(existing, messages) if type(existing) is list else None
+        size = 0 if chain is None else chain.size
         if 0 < size < len(messages):
-            chain = self._match(existing, messages)
-            if chain is not None and chain.size == size:
-                self._checked.list = (existing, chain)  # the plan's match, done already
-                cache = self._token_counts if self.config.token_mode else None
-                # Token mode reads through the cache: the tail's views are held, the
-                # new messages' are read once for the plan that follows.
-                read = read_messages if cache is None else (lambda ms: cache.read(ms)[0])
-                try:
-                    start = _pending_start(existing, read)
-                    if not dangling_calls(read(messages[start:])):
-                        return messages, []
-                except MessageFormatError:
-                    pass  # the full read raises it, naming the index in the whole list
+            self._checked.list = (existing, chain)  # the plan's match, done already
+            cache = self._token_counts if self.config.token_mode else None
+            # Token mode reads through the cache: the tail's views are held, the new
+            # messages' are read once for the plan that follows.
+            read = read_messages if cache is None else (lambda ms: cache.read(ms)[0])
+            try:
+                start = _pending_start(messages[:size], read)
+                if not dangling_calls(read(messages[start:])):
+                    return messages, []
+            except MessageFormatError:
+                pass  # the full read raises it, naming the index in the whole list
+            self._checked.list = None  # the full path follows: no match to hand over
         return repair_dangling_calls(messages)
 
     def _append(self, existing: Any, messages: list[Any], namespace: Any = None) -> Plan | None:
@@ -361,7 +361,7 @@ class _Preparing(_Counting):
         if checked is not None:
             self._checked.list = None
             seen, matched = checked
-            if seen is existing and len(existing) == matched.size <= len(messages):
+            if seen is existing and matched.size <= min(len(existing), len(messages)):
                 return matched  # compared a moment ago, in this thread's same call
         with self._chains_lock:
             found = chains.get(id(existing))
