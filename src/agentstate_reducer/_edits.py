@@ -24,6 +24,8 @@ CLEARED_INPUT = "cleared input"
 
 #: A placeholder starts with this, whatever the shape carrying it.
 _MARK = re.compile(r"\[(?:cleared|offloaded): [^\n\]]*?handle (ctx_[0-9a-f]{16})")
+#: What a cleared placeholder of the ladder says of the call, after its handle.
+_CALLED = re.compile(r"; called with (.*)\]\Z", re.S)
 _HANDLE_HEX = 16
 
 

@@ -1,11 +1,34 @@
-"""The turn note's wording and size: what stands for the oldest steps of a current turn
-that the turn ladder dropped (the plan sizes it, the edit step writes it)."""
+"""The turn note: what stands for the oldest steps of a current turn that the turn ladder
+dropped; its wording and size (the plan sizes it), and the note written once the plan
+dropped them (:func:`turn_note`, the ladder's last rung)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from ._edits import _CALLED, _MARK, EditConfig, _args_cleared, handle_of
+from ._turns import Turn
+from .read import (
+    HUMAN,
+    INJECTED_KEY,
+    TOOL_ARGS_PART,
+    TOOL_RESULT_PART,
+    TURN_NOTE_KIND,
+    EditablePart,
+    MessageRecord,
+    injected_kind,
+    injected_mark,
+    match_shape,
+    message_content,
+    message_id,
+    native_provider,
+    package_note,
+    with_content,
+    with_text_appended,
+    write_message,
+)
 from .tokens import approximate_text_tokens
 
 __all__ = (
@@ -99,3 +122,143 @@ def note_text(steps: int, entries: Sequence[Entry], cap: int) -> str:
         counted = ", ".join(f"{tool} x{n}" for tool, n in tools.items())
         lines.insert(0, f"- and {len(rest)} earlier calls: {counted}")
     return "\n".join([_header(steps), *lines]) + "]"
+
+
+def _note_entries(
+    messages: Sequence[Any], views: Sequence[MessageRecord], step: tuple[int, ...]
+) -> list[Entry]:
+    """What a note lists of one dropped step: each call, its arguments, its result's handle."""
+    ai = step[0]
+    view = views[ai]
+    results: dict[str, object] = {}
+    for i in step[1:]:
+        for part in view_parts(messages[i], views[i]):
+            if part.kind == TOOL_RESULT_PART and part.call_id is not None:
+                results[part.call_id] = part.value
+    out: list[Entry] = []
+    for part in view_parts(messages[ai], view):
+        if part.kind != TOOL_ARGS_PART:
+            continue
+        result = results.get(part.call_id or "")
+        args = "" if _args_cleared(part.value) else shown_args(part.value)
+        handle = ""
+        if isinstance(result, str):
+            found = _MARK.match(result)
+            handle = found.group(1) if found else ""
+            called = _CALLED.search(result) if found else None
+            if called is not None and not args:
+                args = called.group(1)
+        out.append((part.tool or "tool", args or "{}", handle))
+    return out
+
+
+def view_parts(message: Any, view: MessageRecord) -> tuple[EditablePart, ...]:
+    """The editable parts of ``message`` read with its record."""
+    return view.shape.editable(message, view)
+
+
+def turn_note(
+    messages: Sequence[Any],
+    views: Sequence[MessageRecord],
+    turn: Turn,
+    dropped: int,
+    config: EditConfig,
+) -> tuple[int, Any, bool] | None:
+    """Rung (c) of the ladder: the one note standing for the ``dropped`` oldest steps the
+    plan dropped from the current ``turn``, as ``(index, note, replaces)``: the note
+    replaces ``messages[index]`` (the turn's earlier note, whose entries it carries on, or
+    in a Converse history the user message it joins), or goes in before it (the turn's
+    first step). ``None`` when the plan dropped no step."""
+    if not dropped or not config.turn_ladder:
+        return None
+    entries: list[Entry] = []
+    steps = dropped
+    first = turn.steps[0][0]
+    # In place of the first step: after the question and what was typed before the agent
+    # began (a question kept by preserve_first may open the turn while the one that asked
+    # for these steps follows it).
+    at, replaces, ident = first, False, None
+    # Converse takes no two user messages in a row: the note joins the user message
+    # before the first step instead of going in after it.
+    before = first - 1
+    host = before if before >= 0 and _merges(messages, views, first, before) else None
+    earlier = None if host is None else _merged_note(messages[host])
+    if earlier is not None:
+        entries.extend(tuple(e) for e in earlier.get("entries", ()))
+        steps += int(earlier.get("steps", 0))
+        ident = earlier.get("id")
+    else:
+        for i in range(turn.body, len(messages)):
+            if injected_kind(messages[i]) == TURN_NOTE_KIND:
+                mark = injected_mark(messages[i]) or {}
+                entries.extend(tuple(e) for e in mark.get("entries", ()))
+                steps += int(mark.get("steps", 0))
+                at, replaces = i, True
+                ident = message_id(messages[i]) or mark.get("id")
+                break
+    for step in turn.steps[:dropped]:
+        entries.extend(_note_entries(messages, views, step))
+    if ident is None:
+        ident = f"turn-note-{handle_of([views[first].id, *views[first].calls])[4:]}"
+    target = config.effective_target_tokens
+    assert target is not None
+    text = note_text(steps, entries, note_cap(target))
+    listed = [list(e) for e in entries]
+    if host is not None:
+        message = messages[host]
+        base = message if earlier is None else _unmerged(message, earlier)
+        kept = message_content(base)
+        data = {
+            _MERGED: {
+                "steps": steps, "entries": listed, "id": ident,
+                "keep": len(kept) if isinstance(kept, (list, str)) else 0,
+            }
+        }
+        return host, with_text_appended(base, text, key=INJECTED_KEY, data=data), True
+    mark = {"kind": TURN_NOTE_KIND, "steps": steps, "entries": listed, "id": ident}
+    # Written in the history's own shape: that of the turn's first step (its calls are in
+    # the provider's form), else of the question.
+    note = match_shape([write_message(HUMAN, text, id=ident, **{INJECTED_KEY: mark})],
+                       messages[first])
+    return at, note[0], replaces
+
+
+#: Where a turn note merged into a user message keeps what a later note carries on (a
+#: key of the package's marker that is no injected kind: the message stays conversation).
+_MERGED = "turn_note"
+
+
+def _merges(
+    messages: Sequence[Any], views: Sequence[MessageRecord], first: int, before: int
+) -> bool:
+    """Whether the turn note joins ``messages[before]``: the history is Converse (its first
+    step is) and that message is a user message of plain content."""
+    if native_provider(messages[first]) != "bedrock":
+        return False
+    view = views[before]
+    return (
+        view.role == HUMAN
+        and not view.answers
+        and isinstance(messages[before], Mapping)
+        and injected_kind(messages[before]) is None
+    )
+
+
+def _merged_note(message: Any) -> Mapping[str, Any] | None:
+    """What a turn note merged into ``message`` recorded, or ``None``."""
+    if not isinstance(message, Mapping):
+        return None
+    found = package_note(message)
+    data = None if found is None else found.get(_MERGED)
+    return data if isinstance(data, Mapping) else None
+
+
+def _unmerged(message: Any, data: Mapping[str, Any]) -> Any:
+    """``message`` as it was before a turn note joined it."""
+    content = message_content(message)
+    keep = int(data.get("keep", 0))
+    original = content[:keep] if isinstance(content, (list, str)) else content
+    copied: Any = with_content(message, original)
+    fields: Any = copied
+    fields.pop(INJECTED_KEY, None)
+    return copied

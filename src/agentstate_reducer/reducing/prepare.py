@@ -10,8 +10,9 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from .._links import dangling_calls, pending_from
+from .._note import turn_note
 from ..config import ReducerConfig, ReducerResult
-from ..edit import ContextEdit, edit_messages, turn_note
+from ..edit import ContextEdit, edit_messages
 from ..errors import MessageFormatError
 from ..plan import CURRENT_TURN, Plan, Settled, make_plan, plan_append, settle
 from ..read import MessageRecord, is_merge_update, message_id, synthetic_results
