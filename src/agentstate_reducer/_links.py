@@ -94,7 +94,8 @@ def pending_from(views: Sequence[MessageRecord]) -> int | None:
     whose earlier calls are all answered or repaired (a list the reducer returned with
     ``repair_dangling_calls``): the first message of the latest model response or plain
     human message (see :func:`dangling_calls`). ``None`` when ``views`` may not reach back
-    to that response's first message (it starts there, or holds no such message)."""
+    to that response's first message (it starts there and may continue an earlier
+    one, or holds no such message)."""
     last = next(
         (i for i in range(len(views) - 1, -1, -1) if views[i].role == AI or _plain_human(views[i])),
         None,
@@ -104,7 +105,9 @@ def pending_from(views: Sequence[MessageRecord]) -> int | None:
     begin = last
     while begin > 0 and _joins(views[begin - 1], views[begin]):
         begin -= 1
-    return begin or None
+    if begin == 0 and views[0].role == AI and views[0].group in (GROUP_OUTPUT, GROUP_REASONING):
+        return None  # a Responses item that may continue the items before it
+    return begin
 
 
 class Views(Protocol):
