@@ -26,6 +26,8 @@ def result(
     messages, plan, memo, edits, added = prepared
     batch, text, failed, block = summary
     out, handed = _result(reducer, messages, plan, memo, edits, added, text, failed)
+    if not (plan.pruned or edits):
+        return out, handed  # no summary, nothing pruned or edited: the plan's figures stand
     # What the summary did (a block, a fail-closed keep, a previous block kept) is
     # past the plan's figures.
     out = reducer._said(
