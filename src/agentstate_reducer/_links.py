@@ -31,6 +31,14 @@ def response_units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...
     return _units(views) if any(map(_group, views)) else ()
 
 
+def response_start(views: Sequence[MessageRecord], i: int, floor: int = 0) -> int:
+    """First index of the model response ``views[i]`` is part of (its reasoning item, say),
+    not before ``floor``: a step kept or dropped keeps or drops its reasoning with it."""
+    while i > floor and _joins(views[i - 1], views[i]):
+        i -= 1
+    return i
+
+
 def _units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
     out = []
     n = len(views)

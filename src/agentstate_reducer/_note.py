@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._edits import _CALLED, _MARK, EditConfig, _args_cleared, handle_of
+from ._links import response_start
 from ._turns import Turn
 from .read import (
     HUMAN,
@@ -176,11 +177,11 @@ def turn_note(
     first = turn.steps[0][0]
     # In place of the first step: after the question and what was typed before the agent
     # began (a question kept by preserve_first may open the turn while the one that asked
-    # for these steps follows it).
-    at, replaces, ident = first, False, None
+    # for these steps follows it), before the reasoning item of its response if any.
+    at, replaces, ident = response_start(views, first, turn.body), False, None
     # Converse takes no two user messages in a row: the note joins the user message
     # before the first step instead of going in after it.
-    before = first - 1
+    before = at - 1
     host = before if before >= 0 and _merges(messages, views, first, before) else None
     earlier = None if host is None else _merged_note(messages[host])
     if earlier is not None:

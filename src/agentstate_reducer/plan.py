@@ -49,7 +49,15 @@ from ._cache import cache_target, growth
 from ._links import Parents as Parents
 from ._links import Results as Results
 from ._links import Views as Views
-from ._links import _group, _latest_boundary, _units, dangling_calls, link_calls, response_units
+from ._links import (
+    _group,
+    _latest_boundary,
+    _units,
+    dangling_calls,
+    link_calls,
+    response_start,
+    response_units,
+)
 from ._note import entry_tokens, note_cap, note_tokens, shown_args
 from ._plan_append import Settled, plan_append, settle
 from ._plan_types import (
@@ -331,16 +339,21 @@ def _first_kept_step(
 
     None while the turn, with what is kept anyway, fits ``max_tokens``; else the fewest
     oldest steps whose removal makes it fit ``target_tokens``, and at most all but the
-    latest step.
+    latest step. Steps issued by one model response (parallel calls as separate
+    Responses items after one reasoning item) go or stay together.
     """
     steps = turn.steps
+    heads = [response_start(views, s[0], turn.body) for s in steps]
+    splits = [k for k in range(1, len(steps)) if heads[k] != heads[k - 1]]
+    if not splits:
+        return 0
     fixed = sum(counts[:start]) + _kept_anyway(
         views, parents, counts, start, turn.begin, cascade, protected, answering
     )
     if turn.opener is not None and turn.opener >= start:
         fixed += counts[turn.opener]
-    # Boundaries: 0 keeps the whole body, k >= 1 starts it at the k-th step's ai message.
-    bounds = [turn.body] + [s[0] for s in steps[1:]]
+    # Boundaries: 0 keeps the whole body, k >= 1 starts it at the k-th step's response.
+    bounds = [turn.body, *heads[1:]]
     cost = [0] * (len(bounds) + 1)
     for offset, threshold in enumerate(_thresholds(views, parents, turn, start, cascade)):
         # The message counts for every boundary b <= threshold: boundaries 0 .. last - 1.
@@ -358,10 +371,10 @@ def _first_kept_step(
     assert target is not None
     note = _note_costs(views, steps, target) if config.turn_ladder else None
     target -= reserve
-    for k in range(1, len(bounds)):
+    for k in splits:
         if fixed + cost[k] + (note[k] if note else 0) <= target:
             return k
-    return len(bounds) - 1
+    return splits[-1]
 
 
 def _note_costs(
@@ -552,7 +565,7 @@ def make_plan(
                         target = config.effective_target_tokens
                         assert target is not None
                         note = _note_costs(views, turn.steps[: dropped + 1], target)[dropped]
-                    keep_from = turn.steps[dropped][0]
+                    keep_from = response_start(views, turn.steps[dropped][0], turn.body)
                     for i in range(turn.body, keep_from):
                         plain = views[i].role == AI and parents[i] is None
                         if plain and not protected[i]:
