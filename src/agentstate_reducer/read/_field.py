@@ -1,4 +1,4 @@
-"""The error every shape reader raises for a bad field, and the id check they share.
+"""The error every shape reader raises for a bad field, and the checks they share.
 
 A reader raises :class:`FieldError` naming the field as a path from the message
 (``.parts[1].functionCall.id``); the reader's boundary (``read/chat.py``) adds the
@@ -7,11 +7,12 @@ message's index. Nothing here knows a shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
 from ..errors import MessageFormatError
 
-__all__ = ("FieldError", "as_id", "kind")
+__all__ = ("FieldError", "as_id", "kind", "per_class")
 
 
 class FieldError(MessageFormatError):
@@ -47,3 +48,17 @@ def as_id(value: object, field: str = ".id") -> str | None:
     if (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, UUID):
         return str(value)
     raise FieldError(field, f"expected a string id, got {kind(value)}")
+
+
+def per_class(test: Callable[[type], bool]) -> Callable[[object], bool]:
+    """``test`` of a value's class, run once per class and remembered."""
+    seen: dict[type, bool] = {}
+
+    def check(value: object) -> bool:
+        cls = type(value)
+        found = seen.get(cls)
+        if found is None:
+            found = seen[cls] = test(cls)
+        return found
+
+    return check

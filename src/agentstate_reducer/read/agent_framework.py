@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ._field import FieldError, as_id
+from ._field import FieldError, as_id, per_class
 from ._field import kind as kind_of
 from .fields import _ALIASES, _json, _unique_calls, _value_size
 from .record import (
@@ -56,20 +56,13 @@ __all__ = (
 #: Content types billed and counted as media, by item.
 _MEDIA = frozenset({"data", "uri", "hosted_file", "image_generation_tool_result"})
 
-#: Per class: whether its instances are Agent Framework messages.
-_CLASSES: dict[type, bool] = {}
-
 
 def _is_message_class(cls: type) -> bool:
-    found = cls.__name__ == "Message" and cls.__module__.startswith("agent_framework")
-    _CLASSES[cls] = found
-    return found
+    return cls.__name__ == "Message" and cls.__module__.startswith("agent_framework")
 
 
-def is_message(message: object) -> bool:
-    """True for an Agent Framework ``Message`` (by class, cached per class)."""
-    found = _CLASSES.get(type(message))
-    return _is_message_class(type(message)) if found is None else found
+#: True for an Agent Framework ``Message`` (by class, cached per class).
+is_message = per_class(_is_message_class)
 
 
 def _contents(message: object) -> Sequence[Any]:

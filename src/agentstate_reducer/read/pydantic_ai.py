@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import ConfigError
-from ._field import FieldError, as_id
+from ._field import FieldError, as_id, per_class
 from ._field import kind as kind_of
 from .fields import _ALIASES, _json, _unique_calls, _value_size
 from .record import (
@@ -65,25 +65,18 @@ _MEDIA_ITEMS = frozenset(
 )
 _TEXT_ITEMS = frozenset({"text-content", "structured-content"})
 
-#: Per class: whether its instances are PydanticAI messages.
-_CLASSES: dict[type, bool] = {}
-
 
 def _is_message_class(cls: type) -> bool:
     fields = getattr(cls, "__dataclass_fields__", None)
-    found = (
+    return (
         isinstance(fields, Mapping)
         and "parts" in fields
         and getattr(cls, "kind", None) in ("request", "response")
     )
-    _CLASSES[cls] = found
-    return found
 
 
-def is_message(message: object) -> bool:
-    """True for a PydanticAI ``ModelRequest`` or ``ModelResponse`` (by shape, cached per class)."""
-    found = _CLASSES.get(type(message))
-    return _is_message_class(type(message)) if found is None else found
+#: True for a PydanticAI ``ModelRequest`` or ``ModelResponse`` (by shape, cached per class).
+is_message = per_class(_is_message_class)
 
 
 def _parts(message: object) -> Sequence[Any]:
