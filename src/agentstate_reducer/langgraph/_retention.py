@@ -20,10 +20,11 @@ each kept checkpoint, that ancestor, and nothing from it on is deleted (the ``fl
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, Protocol, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -104,59 +105,41 @@ class DeltaFloors:
             return None
         return {ch: entry[1][ch] for ch in channels}
 
-    def _learn(
-        self, where: tuple[str, str], checkpoint: Any, holders: dict[str, str], needs: set[str],
-        keep: int,
-    ) -> None:
-        floor = min((holders[ch] for ch in needs), default=NO_FLOOR)
-        with self._lock:
-            known = self._known.setdefault(where, {})
-            known[checkpoint["id"]] = (floor, holders)
-            while len(known) > keep + self.SPARE:
-                known.pop(next(iter(known)))
-
-    def _start(
-        self, where: tuple[str, str], checkpoint: Any, metadata: Any, parent: str | None
-    ) -> tuple[set[str], set[str], dict[str, str] | None]:
-        channels = _delta_channels(checkpoint, metadata)
-        needs = _needs(checkpoint, metadata)
-        inherited = self._from_parent(where, parent, channels - set(checkpoint["channel_values"]))
-        return channels, needs, inherited
-
-    def _holders(
-        self, checkpoint: Any, channels: set[str], inherited: dict[str, str]
-    ) -> dict[str, str]:
-        values = checkpoint["channel_values"]
-        own = checkpoint["id"]
-        return {ch: own if ch in values else inherited.get(ch, ROOT) for ch in channels}
-
     def note(
         self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
         parent: str | None, keep: int,
     ) -> None:
         """Learn the checkpoint ``put`` just stored (``stored``: the config it returned)."""
-        where = _where_of(stored)
-        channels, needs, inherited = self._start(where, checkpoint, metadata, parent)
-        if not channels:
-            return
-        if inherited is None:
-            inherited = _walk(saver, stored, parent, channels - set(checkpoint["channel_values"]))
-        self._learn(where, checkpoint, self._holders(checkpoint, channels, inherited), needs, keep)
+        _drive(self._noting(stored, checkpoint, metadata, parent, keep), saver.get_tuple)
 
     async def anote(
         self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
         parent: str | None, keep: int,
     ) -> None:
         """Async :meth:`note`: a walk goes through ``aget_tuple``."""
+        noting = self._noting(stored, checkpoint, metadata, parent, keep)
+        await _adrive(noting, saver.aget_tuple)
+
+    def _noting(
+        self, stored: Any, checkpoint: Any, metadata: Any, parent: str | None, keep: int
+    ) -> _Walk[None]:
+        """What :meth:`note` decides, yielding each ancestor it must read."""
         where = _where_of(stored)
-        channels, needs, inherited = self._start(where, checkpoint, metadata, parent)
+        channels = _delta_channels(checkpoint, metadata)
         if not channels:
             return
+        values = checkpoint["channel_values"]
+        inherited = self._from_parent(where, parent, channels - set(values))
         if inherited is None:
-            inherited = await _awalk(
-                saver, stored, parent, channels - set(checkpoint["channel_values"])
-            )
-        self._learn(where, checkpoint, self._holders(checkpoint, channels, inherited), needs, keep)
+            inherited = yield from _walking(stored, parent, channels - set(values))
+        own = checkpoint["id"]
+        holders = {ch: own if ch in values else inherited.get(ch, ROOT) for ch in channels}
+        floor = min((holders[ch] for ch in _needs(checkpoint, metadata)), default=NO_FLOOR)
+        with self._lock:
+            known = self._known.setdefault(where, {})
+            known[own] = (floor, holders)
+            while len(known) > keep + self.SPARE:
+                known.pop(next(iter(known)))
 
     def floor(self, thread_id: str, checkpoint_ns: str, keep: int) -> str:
         """The oldest checkpoint id that must stay so the ``keep`` newest can be rebuilt:
@@ -187,41 +170,55 @@ def _ancestor(stored: Any, parent: str) -> Any:
     }}
 
 
-def _walk_step(found: dict[str, str], remaining: set[str], tup: Any) -> Any:
-    values = tup.checkpoint["channel_values"]
-    for ch in [ch for ch in remaining if ch in values]:
-        found[ch] = tup.checkpoint["id"]
-        remaining.discard(ch)
-    return tup.parent_config
+#: A walk up the parents: yields each config to read, is sent its checkpoint tuple (or
+#: ``None``), returns its result; :func:`_drive` and :func:`_adrive` do the reading.
+_Walk = Generator[Any, Any, _T]
 
 
-def _walk(
-    saver: BaseCheckpointSaver[Any], stored: Any, parent: str | None, channels: set[str]
-) -> dict[str, str]:
+def _walking(stored: Any, parent: str | None, channels: set[str]) -> _Walk[dict[str, str]]:
     """Nearest ancestor (from ``parent`` up) holding each channel, ``ROOT`` if none does."""
     found: dict[str, str] = {}
     remaining = set(channels)
     cursor = None if parent is None else _ancestor(stored, parent)
     while cursor is not None and remaining:
-        tup = saver.get_tuple(cursor)
+        tup = yield cursor
         if tup is None:
             break
-        cursor = _walk_step(found, remaining, tup)
+        values = tup.checkpoint["channel_values"]
+        for ch in [ch for ch in remaining if ch in values]:
+            found[ch] = tup.checkpoint["id"]
+            remaining.discard(ch)
+        cursor = tup.parent_config
     return {**dict.fromkeys(remaining, ROOT), **found}
 
 
-async def _awalk(
+def _drive(walk: _Walk[_T], get_tuple: Callable[[Any], Any]) -> _T:
+    """Run ``walk``, reading each config it yields with ``get_tuple``."""
+    read = None
+    while True:
+        try:
+            cursor = walk.send(read)
+        except StopIteration as done:
+            return cast("_T", done.value)
+        read = get_tuple(cursor)
+
+
+async def _adrive(walk: _Walk[_T], aget_tuple: Callable[[Any], Awaitable[Any]]) -> _T:
+    """:func:`_drive`, awaiting each read."""
+    read = None
+    while True:
+        try:
+            cursor = walk.send(read)
+        except StopIteration as done:
+            return cast("_T", done.value)
+        read = await aget_tuple(cursor)
+
+
+def _walk(
     saver: BaseCheckpointSaver[Any], stored: Any, parent: str | None, channels: set[str]
 ) -> dict[str, str]:
-    found: dict[str, str] = {}
-    remaining = set(channels)
-    cursor = None if parent is None else _ancestor(stored, parent)
-    while cursor is not None and remaining:
-        tup = await saver.aget_tuple(cursor)
-        if tup is None:
-            break
-        cursor = _walk_step(found, remaining, tup)
-    return {**dict.fromkeys(remaining, ROOT), **found}
+    """:func:`_walking` through ``saver.get_tuple``."""
+    return _drive(_walking(stored, parent, channels), saver.get_tuple)
 
 
 class Retention(Protocol):
@@ -345,16 +342,17 @@ def _sqlite(
     return statements
 
 
-class _Threaded:
+class _Threaded(abc.ABC):
     """A sync saver's retention: ``akeep_latest`` runs ``keep_latest`` in a worker thread."""
 
     def __init__(self, saver: Any) -> None:
         self.saver = saver
 
+    @abc.abstractmethod
     def keep_latest(
         self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
     ) -> None:
-        raise NotImplementedError
+        """Delete through the saver's own connection, in one transaction."""
 
     async def akeep_latest(
         self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
@@ -362,7 +360,7 @@ class _Threaded:
         await asyncio.to_thread(self.keep_latest, thread_id, checkpoint_ns, keep, floor)
 
 
-class _OnLoop:
+class _OnLoop(abc.ABC):
     """An async saver's retention: ``keep_latest`` runs ``akeep_latest`` on the saver's loop."""
 
     def __init__(self, saver: Any) -> None:
@@ -373,10 +371,11 @@ class _OnLoop:
     ) -> None:
         _on_loop(self.saver, self.akeep_latest(thread_id, checkpoint_ns, keep, floor))
 
+    @abc.abstractmethod
     async def akeep_latest(
         self, thread_id: str, checkpoint_ns: str, keep: int, floor: str = NO_FLOOR
     ) -> None:
-        raise NotImplementedError
+        """Delete through the saver's own async connection, in one transaction."""
 
 
 class _Sqlite(_Threaded):
