@@ -4,6 +4,7 @@ integration wires (the rules are in :mod:`agentstate_reducer.recovery`)."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import threading
 from collections import OrderedDict
@@ -29,6 +30,16 @@ _MAX_THREADS = 10_000
 
 def _surviving(result: ReducerResult[Any]) -> list[Any]:
     return list(result.surviving)
+
+
+class _Reduce(enum.Enum):
+    """The retry is what the reducer makes of the messages sent (token mode: the ceiling
+    was lowered)."""
+
+    REDUCE = "reduce"
+
+
+_REDUCE = _Reduce.REDUCE
 
 
 def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
@@ -162,32 +173,38 @@ class Recovery:
         )
         return MessageReducer(config=config)
 
+    def _decide(
+        self, sent: list[Any], error: BaseException, namespace: Any
+    ) -> list[Any] | _Reduce | None:
+        """The retry after ``error`` refused ``sent``, as far as it is known without a
+        reduce: ``None`` when retrying cannot help, ``_REDUCE`` when it is what the
+        reducer makes of ``sent``."""
+        found = self.diagnose(error)
+        if found is None:
+            return None
+        retry = self._learn(sent, found, namespace)
+        return _REDUCE if retry is None else retry
+
     def retry_messages(
         self, sent: Sequence[Any], error: BaseException, namespace: Any = None
     ) -> list[Any] | None:
         """The messages to send once more after ``error`` refused ``sent``, or ``None``
         when retrying cannot help (raise ``error``). Runs ``reducer.reduce()``."""
-        found = self.diagnose(error)
-        if found is None:
-            return None
         sent = list(sent)
-        retry = self._learn(sent, found, namespace)
-        if retry is None:
+        retry = self._decide(sent, error, namespace)
+        if retry is _REDUCE:
             retry = self._finish(self.reducer.reduce(sent, namespace=namespace))
-        return None if _same(retry, sent) else retry
+        return None if retry is None or _same(retry, sent) else retry
 
     async def aretry_messages(
         self, sent: Sequence[Any], error: BaseException, namespace: Any = None
     ) -> list[Any] | None:
         """:meth:`retry_messages` awaiting ``reducer.areduce()``."""
-        found = self.diagnose(error)
-        if found is None:
-            return None
         sent = list(sent)
-        retry = self._learn(sent, found, namespace)
-        if retry is None:
+        retry = self._decide(sent, error, namespace)
+        if retry is _REDUCE:
             retry = self._finish(await self.reducer.areduce(sent, namespace=namespace))
-        return None if _same(retry, sent) else retry
+        return None if retry is None or _same(retry, sent) else retry
 
     # -- the drivers -------------------------------------------------------------------
 
