@@ -108,26 +108,27 @@ class DeltaFloors:
     def note(
         self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
         parent: str | None, keep: int,
-    ) -> None:
-        """Learn the checkpoint ``put`` just stored (``stored``: the config it returned)."""
-        _drive(self._noting(stored, checkpoint, metadata, parent, keep), saver.get_tuple)
+    ) -> str:
+        """Learn the checkpoint ``put`` just stored (``stored``: the config it returned);
+        returns the :meth:`floor` of its thread's namespace."""
+        return _drive(self._noting(stored, checkpoint, metadata, parent, keep), saver.get_tuple)
 
     async def anote(
         self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
         parent: str | None, keep: int,
-    ) -> None:
+    ) -> str:
         """Async :meth:`note`: a walk goes through ``aget_tuple``."""
         noting = self._noting(stored, checkpoint, metadata, parent, keep)
-        await _adrive(noting, saver.aget_tuple)
+        return await _adrive(noting, saver.aget_tuple)
 
     def _noting(
         self, stored: Any, checkpoint: Any, metadata: Any, parent: str | None, keep: int
-    ) -> _Walk[None]:
+    ) -> _Walk[str]:
         """What :meth:`note` decides, yielding each ancestor it must read."""
         where = _where_of(stored)
         channels = _delta_channels(checkpoint, metadata)
         if not channels:
-            return
+            return self.floor(*where, keep)
         values = checkpoint["channel_values"]
         inherited = self._from_parent(where, parent, channels - set(values))
         if inherited is None:
@@ -140,6 +141,7 @@ class DeltaFloors:
             known[own] = (floor, holders)
             while len(known) > keep + self.SPARE:
                 known.pop(next(iter(known)))
+        return self.floor(*where, keep)
 
     def floor(self, thread_id: str, checkpoint_ns: str, keep: int) -> str:
         """The oldest checkpoint id that must stay so the ``keep`` newest can be rebuilt:

@@ -469,10 +469,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         if self._retention is None or keep is None:
             return
         parent = config["configurable"].get("checkpoint_id")
-        self._floors.note(self.inner, stored, checkpoint, metadata, parent, keep)
-        thread_id, checkpoint_ns = _where(stored)
-        floor = self._floors.floor(thread_id, checkpoint_ns, keep)
-        self._retention.keep_latest(thread_id, checkpoint_ns, keep, floor)
+        floor = self._floors.note(self.inner, stored, checkpoint, metadata, parent, keep)
+        self._retention.keep_latest(*_where(stored), keep, floor)
 
     async def _aretain(
         self, config: RunnableConfig, stored: RunnableConfig, checkpoint: Checkpoint,
@@ -482,10 +480,8 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         if self._retention is None or keep is None:
             return
         parent = config["configurable"].get("checkpoint_id")
-        await self._floors.anote(self.inner, stored, checkpoint, metadata, parent, keep)
-        thread_id, checkpoint_ns = _where(stored)
-        floor = self._floors.floor(thread_id, checkpoint_ns, keep)
-        await self._retention.akeep_latest(thread_id, checkpoint_ns, keep, floor)
+        floor = await self._floors.anote(self.inner, stored, checkpoint, metadata, parent, keep)
+        await self._retention.akeep_latest(*_where(stored), keep, floor)
 
     # -- delegated -----------------------------------------------------------------
 
