@@ -194,26 +194,28 @@ def _walking(stored: Any, parent: str | None, channels: set[str]) -> _Walk[dict[
     return {**dict.fromkeys(remaining, ROOT), **found}
 
 
+def _resume(walk: _Walk[Any], read: Any) -> tuple[bool, Any]:
+    """``(True, its result)`` once ``walk`` returns, else ``(False, the next config)``."""
+    try:
+        return False, walk.send(read)
+    except StopIteration as done:
+        return True, done.value
+
+
 def _drive(walk: _Walk[_T], get_tuple: Callable[[Any], Any]) -> _T:
     """Run ``walk``, reading each config it yields with ``get_tuple``."""
-    read = None
-    while True:
-        try:
-            cursor = walk.send(read)
-        except StopIteration as done:
-            return cast("_T", done.value)
-        read = get_tuple(cursor)
+    done, value = _resume(walk, None)
+    while not done:
+        done, value = _resume(walk, get_tuple(value))
+    return cast("_T", value)
 
 
 async def _adrive(walk: _Walk[_T], aget_tuple: Callable[[Any], Awaitable[Any]]) -> _T:
     """:func:`_drive`, awaiting each read."""
-    read = None
-    while True:
-        try:
-            cursor = walk.send(read)
-        except StopIteration as done:
-            return cast("_T", done.value)
-        read = await aget_tuple(cursor)
+    done, value = _resume(walk, None)
+    while not done:
+        done, value = _resume(walk, await aget_tuple(value))
+    return cast("_T", value)
 
 
 def _walk(
