@@ -2,9 +2,12 @@
 
 One scripted 300-turn agent run (``langchain.agents.create_agent``, a question, one tool
 call, an answer per turn; tool results of about 400 tokens, every 25th one 3,000),
-bounded to an 8,000-token budget five ways:
+bounded to an 8,000-token budget these ways:
 
-* pruning only (``ReducingMiddleware``, ``max_tokens=8000, target_tokens=6000``);
+* pruning only (``ReducingMiddleware``, ``max_tokens=8000, target_tokens=6000``), and
+  the same with ``cache_aware=True``;
+* the same two reducers run on the outgoing request only, the stored history kept whole
+  (a ``wrap_model_call`` middleware, as a flow that never writes the pruned list back);
 * context editing, then pruning (the same, plus ``ClearToolResults(keep=3)`` and
   ``Offload(above=2000)``);
 * the same with ``ClearToolResults(clear_at_least=2000)``;
@@ -28,6 +31,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
+    AgentMiddleware,
     ClearToolUsesEdit,
     ContextEditingMiddleware,
     SummarizationMiddleware,
@@ -90,7 +94,19 @@ def summarise(messages: list[BaseMessage]) -> str:
     return f"Summary of {len(messages)} earlier messages: " + "kept fact " * 60
 
 
-def ours(*edits: Any, cache_aware: bool = False) -> Any:
+class RequestOnly(AgentMiddleware):  # type: ignore[type-arg]
+    """Reduces each outgoing request; the agent's stored history is never pruned."""
+
+    def __init__(self, reducer: MessageReducer) -> None:
+        super().__init__()
+        self.reducer = reducer
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        surviving = self.reducer.reduce(list(request.messages)).surviving
+        return handler(request.override(messages=surviving))
+
+
+def ours(*edits: Any, cache_aware: bool = False, stored: bool = True) -> Any:
     config = ReducerConfig(
         cache_aware=cache_aware,
         max_tokens=BUDGET,
@@ -100,6 +116,8 @@ def ours(*edits: Any, cache_aware: bool = False) -> Any:
         context_edits=list(edits),
         on_prune=[store_hook(InMemoryStore())],
     )
+    if not stored:
+        return RequestOnly(MessageReducer(config=config))
     return ReducingMiddleware(MessageReducer(config=config))
 
 
@@ -107,6 +125,8 @@ def contenders() -> dict[str, Any]:
     return {
         "prune only": ours(),
         "prune only, cache_aware": ours(cache_aware=True),
+        "request only, prune": ours(stored=False),
+        "request only, cache_aware": ours(cache_aware=True, stored=False),
         "edit + prune": ours(ClearToolResults(keep=3), Offload(above=2_000)),
         "edit (clear_at_least=2000)": ours(
             ClearToolResults(keep=3, clear_at_least=2_000), Offload(above=2_000)

@@ -130,10 +130,13 @@ class ReducerConfig:
     #: signed block is never edited: kept whole or dropped whole. :func:`agent_config`
     #: picks ``"model"``.
     reasoning: str = KEEP
-    #: Token mode: a prune cuts deep enough to pay for the prompt cache it rewrites (the
-    #: tokens saved over the requests until the next cut, at the cached price, exceed
-    #: the kept tokens at the cache-write price), keeping between half of
-    #: ``target_tokens`` and all of it (bench/bench_prompt_cache.py).
+    #: Token mode: a cut among the earlier turns goes deep enough to pay for the prompt
+    #: cache it rewrites (the tokens saved over the requests until the next cut, at the
+    #: cached price, exceed the kept tokens at the cache-write price), keeping between
+    #: half of ``target_tokens`` and all of it, on a question that opens a turn; a cut
+    #: stays where the latest one left the history while the survivors fit
+    #: ``max_tokens`` (a history kept whole and reduced for every request). The current
+    #: turn is cut as without it. :func:`agent_config` turns it on (docs/tokens.md).
     cache_aware: bool = False
 
     def __post_init__(self) -> None:
@@ -353,8 +356,10 @@ def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfi
     ``repair_dangling_calls=True`` (a call abandoned by a new user message gets a
     synthetic result), ``turn_ladder=True`` (in token mode a turn over the budget
     clears its older steps' results and inputs, then drops its oldest steps for one
-    note, rather than losing steps the agent would run again) and ``reasoning="model"``
-    (a signed reasoning block goes back only to a model that can verify it), on top of the defaults;
+    note, rather than losing steps the agent would run again), ``reasoning="model"``
+    (a signed reasoning block goes back only to a model that can verify it) and
+    ``cache_aware=True`` (in token mode a cut among the earlier turns pays for the prompt
+    cache it rewrites and stays put while the survivors fit), on top of the defaults;
     any option may be given or overridden.
     ``provider="bedrock"`` also turns ``preserve_first`` off: Converse wants user and
     assistant messages to alternate strictly, so a kept first question followed by the
@@ -372,6 +377,7 @@ def agent_config(*, provider: str | None = None, **options: Any) -> ReducerConfi
         "repair_dangling_calls": True,
         "turn_ladder": True,
         "reasoning": MODEL,
+        "cache_aware": True,
     }
     if provider == "bedrock":
         settings["preserve_first"] = False

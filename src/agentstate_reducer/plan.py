@@ -401,7 +401,22 @@ def _token_cut(
     protected: bytearray,
     answering: Sequence[int],
 ) -> int:
-    """Smallest ``cut`` whose survivors (kept prefix + tail ``[cut, n)``) fit ``target``.
+    """Smallest ``cut`` whose survivors (kept prefix + tail ``[cut, n)``) fit ``target``."""
+    return _tail_needs(views, parents, counts, start, target, cascade, protected, answering)[0]
+
+
+def _tail_needs(
+    views: Sequence[MessageRecord],
+    parents: Sequence[tuple[int | None, ...] | None],
+    counts: Sequence[int],
+    start: int,
+    limit: int,
+    cascade: bool,
+    protected: bytearray,
+    answering: Sequence[int],
+) -> tuple[int, list[int]]:
+    """``(lo, needs)``: ``lo`` is the smallest cut whose survivors fit ``limit``, and
+    ``needs[c - lo]`` the survivors' tokens with the cut at ``c``, for ``lo <= c <= n``.
 
     Walks the cut back from the end one message at a time. A tool result only costs
     tokens once every call it answers is kept, because until then the cascade removes
@@ -414,6 +429,7 @@ def _token_cut(
     )
     pending: dict[int, int] = {}
     children: dict[int, list[int]] = {}
+    needs = [need]
     cut = n
     while cut > start:
         k = cut - 1
@@ -434,11 +450,87 @@ def _token_cut(
             pending[child] -= 1
             if not pending[child]:
                 cost += counts[child]
-        if need + cost > target:
+        if need + cost > limit:
             break
         need += cost
+        needs.append(need)
         cut = k
+    needs.reverse()
+    return cut, needs
+
+
+def _within(lo: int, needs: Sequence[int], budget: int) -> int:
+    """The smallest cut of :func:`_tail_needs`' walk whose survivors fit ``budget``."""
+    cut = lo + len(needs) - 1
+    while cut > lo and needs[cut - 1 - lo] <= budget:
+        cut -= 1
     return cut
+
+
+def _openers(views: Sequence[MessageRecord], lo: int, stop: int) -> list[int]:
+    """The plain human messages of ``[lo, stop]`` that open a turn, ascending (the rule
+    of :func:`current_turn`: after a final answer, or with no question before)."""
+    j = lo - 1
+    while j >= 0 and views[j].role != AI and not _plain_human(views[j]):
+        j -= 1
+    # The latest ai or plain human message before says whether the agent is at work.
+    working = j >= 0 and (views[j].role != AI or bool(views[j].calls))
+    asked = any(_plain_human(views[k]) for k in range(j, -1, -1))
+    out = []
+    for i in range(lo, min(stop + 1, len(views))):
+        view = views[i]
+        if _plain_human(view):
+            if not working or not asked:
+                out.append(i)
+            working = asked = True
+        elif view.role == AI:
+            working = bool(view.calls)
+    return out
+
+
+def _cache_cut(
+    views: Sequence[MessageRecord],
+    parents: Sequence[tuple[int | None, ...] | None],
+    counts: Sequence[int],
+    start: int,
+    turn: Turn,
+    config: ReducerConfig,
+    reserve: int,
+    cascade: bool,
+    protected: bytearray,
+    answering: Sequence[int],
+    anchor: int | None,
+) -> int:
+    """``cache_aware``: where the window over the earlier turns ends (see ``_cache``).
+
+    Only the earlier turns are chosen among, never the current turn: where pruning
+    alone would cut into it (the earlier turns do not fit ``target_tokens`` at all),
+    the cut is pruning alone's. Otherwise the cut from an earlier request (``anchor``)
+    stays while the survivors from it fit ``max_tokens``; else the cut goes where it
+    pays for the cache it rewrites (:func:`cache_target`), then forward to the next
+    question opening a turn if the survivors keep at least half of ``target_tokens``,
+    else back to the one before if they fit ``target_tokens``.
+    """
+    target = config.effective_target_tokens
+    assert target is not None and config.max_tokens is not None
+    lo, needs = _tail_needs(
+        views, parents, counts, start, config.max_tokens - reserve, cascade, protected,
+        answering,
+    )
+    plain = _within(lo, needs, target - reserve)
+    if plain >= turn.begin:
+        return plain
+    if anchor is not None and start < anchor <= turn.begin and anchor >= lo:
+        return anchor
+    kept = cache_target(config.max_tokens, target, growth(views, counts, start))
+    deep = min(_within(lo, needs, kept - reserve), turn.begin)
+    openers = _openers(views, max(start + 1, plain), turn.begin)
+    at = bisect_left(openers, deep)
+    if at < len(openers) and needs[openers[at] - lo] >= target // 2 - reserve:
+        return openers[at]
+    if at and openers[at - 1] >= plain:
+        return openers[at - 1]
+    return deep
 
 
 def _human_cut(
@@ -483,6 +575,7 @@ def make_plan(
     *,
     pinned: Collection[int] = (),
     reserve: int = 0,
+    anchor: int | None = None,
 ) -> Plan:
     """Decide which messages to prune.
 
@@ -496,6 +589,8 @@ def make_plan(
             messages fit ``target_tokens - reserve``.
             A list or tuple is summed; any other sequence is read lazily, from the end,
             only as far as the rules need.
+        anchor: ``cache_aware``: the index of the first message an earlier request kept
+            after its cut; the cut stays there while the survivors fit ``max_tokens``.
 
     Returns:
         A :class:`Plan` (pruned indices ascending, with reasons).
@@ -586,11 +681,16 @@ def make_plan(
             assert counts is not None
             target = config.effective_target_tokens
             assert target is not None and config.max_tokens is not None
-            if config.cache_aware:  # cut deep enough to pay for the cache it rewrites
-                target = cache_target(config.max_tokens, target, growth(counts, start))
-            cut = _token_cut(
-                views, parents, counts, start, target - reserve, cascade, protected, answering
-            )
+            if config.cache_aware:
+                cut = _cache_cut(
+                    views, parents, counts, start, turn, config, reserve, cascade, protected,
+                    answering, anchor,
+                )
+            else:
+                cut = _token_cut(
+                    views, parents, counts, start, target - reserve, cascade, protected,
+                    answering,
+                )
         else:
             cut = max(start, n - config.min_messages)
         window_end = cut

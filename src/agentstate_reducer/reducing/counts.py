@@ -66,6 +66,9 @@ class _Counting:
             else 0
         )
         self._calibrations: dict[Any, Calibration] = {}
+        #: ``cache_aware``: per namespace, the first message kept after the latest cut,
+        #: as ``(its id, the message)``.
+        self._anchors: dict[Any, tuple[Any, Any]] = {}
         self._observed: dict[str, None] = {}
         self._budgets: dict[tuple[int, int | None], ReducerConfig] = {}
         self._calibration_lock = threading.Lock()

@@ -14,6 +14,7 @@ from .._note import turn_note
 from ..config import ReducerConfig, ReducerResult
 from ..edit import ContextEdit, edit_messages
 from ..errors import MessageFormatError
+from ..hooks import namespace_key
 from ..plan import CURRENT_TURN, Plan, Settled, make_plan, plan_append, settle
 from ..read import MessageRecord, is_merge_update, message_id, synthetic_results
 from ..read.chat import read_messages
@@ -33,6 +34,9 @@ from .chains import (
 )
 from .counts import _Counting
 from .lists import _survivors
+
+#: Namespaces whose cut (``cache_aware``) is remembered, at most; the oldest forgotten first.
+_MAX_ANCHORS = 1024
 
 
 def _needs_add_messages(reducer: _Preparing, left: list[Any], right: list[Any]) -> bool:
@@ -125,6 +129,8 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
                 reducer._learn(messages, views, counts, namespace)
             budget = reducer._budget(namespace)
     plan = _pinned_plan(messages, views, counts, budget, [], reducer._reserve())
+    plan = reducer._anchored(plan, messages, views, counts, budget, [], reducer._reserve(),
+                             namespace, remember=True)
     if editing:
         note = turn_note(messages, views, plan.turn, plan.dropped_steps, config)
         if note is not None:  # the turn ladder's last rung: one note for the dropped steps
@@ -139,10 +145,11 @@ def _pinned_plan(
     config: ReducerConfig,
     keep: list[int],
     reserve: int,
+    anchor: int | None = None,
 ) -> Plan:
     """:func:`make_plan`, planned again with the pinned messages once it passes the
     threshold (the ``pin`` predicate is asked only then)."""
-    plan = make_plan(views, config, counts, pinned=keep, reserve=reserve)
+    plan = make_plan(views, config, counts, pinned=keep, reserve=reserve, anchor=anchor)
     if plan.triggered and config.pin is not None:
         pin = config.pin
         if callable(pin):
@@ -150,7 +157,9 @@ def _pinned_plan(
         else:
             pinned = [i for i, v in enumerate(views) if v.id is not None and v.id in pin]
         if pinned:
-            plan = make_plan(views, config, counts, pinned=[*keep, *pinned], reserve=reserve)
+            plan = make_plan(
+                views, config, counts, pinned=[*keep, *pinned], reserve=reserve, anchor=anchor
+            )
     return plan
 
 
@@ -189,7 +198,66 @@ class _Preparing(_Counting):
                 self._learn(messages, views, counts, namespace)
             config = self._budget(namespace)
         plan = _pinned_plan(messages, views, counts, config, keep, reserve)
+        plan = self._anchored(plan, messages, views, counts, config, keep, reserve, namespace)
         return plan, views, counts
+
+    def _anchored(
+        self,
+        plan: Plan,
+        messages: list[Any],
+        views: list[MessageRecord],
+        counts: Sequence[int] | None,
+        config: ReducerConfig,
+        keep: list[int],
+        reserve: int,
+        namespace: Any,
+        *,
+        remember: bool = False,
+    ) -> Plan:
+        """``cache_aware``: ``plan`` planned again from where the latest cut of
+        ``namespace`` left the history (its anchor), when it prunes; ``remember``: its cut
+        is the new anchor (a reduce, not a dry run)."""
+        if not (plan.triggered and config.cache_aware and config.token_mode):
+            return plan
+        anchor = self._anchor(messages, views, namespace)
+        if anchor is not None:
+            plan = _pinned_plan(messages, views, counts, config, keep, reserve, anchor)
+        if remember:
+            self._keep_anchor(messages, views, plan, namespace)
+        return plan
+
+    def _anchor(
+        self, messages: list[Any], views: list[MessageRecord], namespace: Any
+    ) -> int | None:
+        """Where the latest cut of ``namespace`` left the history: the index of the first
+        message it kept (the same object, the same id, or an equal message without one)."""
+        found = self._anchors.get(namespace_key(namespace))
+        if found is None:
+            return None
+        ident, kept = found
+        for i, message in enumerate(messages):
+            if message is kept:
+                return i
+            if ident is not None:
+                if views[i].id == ident:
+                    return i
+            elif type(message) is type(kept) and message == kept:
+                return i
+        return None
+
+    def _keep_anchor(
+        self, messages: list[Any], views: list[MessageRecord], plan: Plan, namespace: Any
+    ) -> None:
+        """Remember the first message ``plan`` keeps from its cut on, as the anchor."""
+        gone = set(plan.pruned)
+        first = next((i for i in range(plan.cut, len(messages)) if i not in gone), None)
+        key = namespace_key(namespace)
+        self._anchors.pop(key, None)  # the latest at the end: the oldest is forgotten first
+        if first is None:
+            return
+        self._anchors[key] = (views[first].id, messages[first])
+        if len(self._anchors) > _MAX_ANCHORS:
+            del self._anchors[next(iter(self._anchors))]
 
     def _noted(
         self,
