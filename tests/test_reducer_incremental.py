@@ -580,3 +580,32 @@ def test_an_agent_config_append_loop_reads_only_the_new_messages(
         assert state == history
         # The tail read for pending calls (a few messages) and the new message.
         assert max(read) <= 9, read
+
+
+def test_a_response_continued_after_its_reasoning_item_is_read_back_to_its_start() -> None:
+    """An assistant message after a reasoning item continues that response: the dead-call
+    check of an append reads back to the response's first item, as a fresh reducer does
+    (a tail starting at the message missed the calls before the reasoning item)."""
+    def call(n: int, kind: str = "function_call") -> dict[str, Any]:
+        return {"type": kind, "id": f"fc_{n}", "call_id": f"call_{n}", "name": "lookup",
+                "arguments": "{}", "status": "completed"}
+
+    def said(n: int) -> dict[str, Any]:
+        return {"type": "message", "role": "assistant", "id": f"msg_{n}", "status": "completed",
+                "content": [{"type": "output_text", "text": f"step {n}"}]}
+
+    history = [{"role": "user", "content": "go"}, said(10), call(11, "computer_call"),
+               call(13), {"type": "reasoning", "id": "rs_15", "summary": []}, said(16), call(17)]
+    new = [{"type": "function_call_output", "call_id": "call_17", "output": "done"}, said(19)]
+    config = ReducerConfig(min_messages=50, max_messages=100, repair_dangling_calls=True)
+    for cut in range(1, len(history) + 1):
+        reducer = MessageReducer(config=config)
+        state = reducer.reduce(existing=copy.deepcopy(history[:cut])).surviving
+        state = reducer.reduce(existing=state, new=copy.deepcopy(history[cut:])).surviving
+        got = reducer.reduce(existing=state, new=copy.deepcopy(new))
+        want = MessageReducer(config=config).reduce(existing=copy.deepcopy(state),
+                                                     new=copy.deepcopy(new))
+        assert [read_message(m).answers for m in got.surviving] == [
+            read_message(m).answers for m in want.surviving
+        ], cut
+        assert len(got.repaired) == len(want.repaired), cut

@@ -113,8 +113,8 @@ def pending_from(views: Sequence[MessageRecord]) -> int | None:
     begin = last
     while begin > 0 and _joins(views[begin - 1], views[begin]):
         begin -= 1
-    if begin == 0 and views[0].role == AI and views[0].group in (GROUP_OUTPUT, GROUP_REASONING):
-        return None  # a Responses item that may continue the items before it
+    if begin == 0 and views[0].role == AI:
+        return None  # it may continue a response before it (a message after its reasoning)
     return begin
 
 

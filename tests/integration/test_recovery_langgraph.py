@@ -138,14 +138,15 @@ def test_the_middleware_recovers_under_ainvoke() -> None:
 
 @pytest.mark.parametrize("approach", ["middleware", "graph"])
 def test_a_second_refusal_raises_the_providers_own_error(approach: str) -> None:
-    # Six turns fit; then the window shrinks to 40% of the latest request, and a 413
-    # says no size: the retry, a quarter smaller, is refused again.
+    # Six turns fit; then the window shrinks below any request of the thread, and a 413
+    # says no size: the retry, a quarter smaller or less (the cache-aware cut of
+    # agent_config() may land deeper, on a turn's question), is refused again.
     run = make_run(refuse=bare_413, limit=None)
     graph = build(run, approach)
     config = {"configurable": {"thread_id": "t-1"}, "recursion_limit": 4 * STEPS + 10}
     for turn in range(6):
         graph.invoke(turn_update(approach, turn), config)
-    run.provider.limit = int(run.provider.sizes[-1] * 0.4)
+    run.provider.limit = 50
     with pytest.raises(Exception) as raised:
         graph.invoke(turn_update(approach, 6), config)
     errors = run.provider.errors
