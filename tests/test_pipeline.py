@@ -1,7 +1,8 @@
 """The pipeline is visible in the code (docs/ARCHITECTURE.md, "One call, stage by stage"):
 ``reduce_flow`` calls each stage's function once, in pipeline order, each taken from its
-stage's module, and ``prepare`` reads, edits, plans and writes the turn note in that
-order. Read with ``ast``: what is checked is the code a reader follows."""
+stage's module, ``prepare`` repairs, tries the incremental path, or reads, edits, plans
+and writes the turn note, in that order, and the repair reads the records before their
+structure. Read with ``ast``: what is checked is the code a reader follows."""
 
 from __future__ import annotations
 
@@ -55,13 +56,30 @@ def test_the_driver_calls_each_stage_once_in_pipeline_order() -> None:
     assert {name: imported[name] for name in stages} == stages
 
 
-def test_prepare_reads_edits_plans_then_writes_the_note() -> None:
+def test_prepare_repairs_appends_or_reads_edits_plans_then_writes_the_note() -> None:
     prepare = REDUCING / "prepare.py"
-    order = ["read_messages", "edit_messages", "_pinned_plan", "turn_note"]
+    order = ["repair", "append", "read_messages", "edit_messages", "_pinned_plan", "turn_note"]
     called = [name for name in _calls(_function(prepare, "prepare")) if name in order]
     assert called == order
-    assert _imported_from(prepare)["read_messages"] == "read.chat"
-    assert _imported_from(prepare)["turn_note"] == "_note"
+    imported = _imported_from(prepare)
+    assert imported["repair"] == "repair"
+    assert imported["append"] == "append"
+    assert imported["read_messages"] == "read.chat"
+    assert imported["turn_note"] == "_note"
+
+
+def test_repair_reads_the_records_before_it_reads_their_structure() -> None:
+    repair = REDUCING / "repair.py"
+    for function, read in (
+        ("repair", "_pending_tail"),
+        ("_pending_tail", "_read"),
+        ("repair_dangling_calls", "read_messages"),
+    ):
+        called = _calls(_function(repair, function))
+        structure = [name for name in called if name in ("pending_from", "dangling_calls")]
+        assert structure, function
+        assert called.index(read) < called.index(structure[0]), function
+    assert _imported_from(repair)["dangling_calls"] == "_links"
 
 
 def test_both_drivers_run_the_one_core() -> None:

@@ -14,8 +14,21 @@ from hypothesis import strategies as st
 from agentstate_reducer import ClearToolResults, MessageReducer, Offload, ReducerConfig
 from agentstate_reducer.edit import OFFLOADED
 from agentstate_reducer.read import message_content, message_id, read_message, with_content
-from agentstate_reducer.reducing import prepare as reducer_module
+from agentstate_reducer.reducing import append, memory, prepare, repair
 
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of each list a reduce reads, in order (repair, append, prepare)."""
+    read: list[int] = []
+    real = prepare.read_messages
+
+    def counting(messages: list[Any]) -> list[Any]:
+        read.append(len(messages))
+        return real(messages)
+
+    for module in (repair, append, prepare):
+        monkeypatch.setattr(module, "read_messages", counting)
+    return read
 
 def _content_tokens(message: Any) -> int:
     content = message.get("content") if isinstance(message, dict) else message.content
@@ -224,14 +237,7 @@ def test_an_append_loop_with_editing_reads_each_message_once(
     """With context editing on and nothing to edit, each reduce reads only the new
     message; an oversized one is offloaded on arrival (one full pass), then appends stay
     cheap again."""
-    read: list[int] = []
-    real = reducer_module.read_messages
-
-    def counting(messages: list[Any]) -> list[Any]:
-        read.append(len(messages))
-        return real(messages)
-
-    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    read = _count_reads(monkeypatch)
     edits = [ClearToolResults(keep=2), Offload(above=400, head=50, tail=50)]
     if mode == "count":
         config = ReducerConfig(
@@ -290,14 +296,7 @@ def test_an_append_loop_reads_each_message_once(
     config: ReducerConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under the threshold, each reduce reads only the messages it has not seen."""
-    read: list[int] = []
-    real = reducer_module.read_messages
-
-    def counting(messages: list[Any]) -> list[Any]:
-        read.append(len(messages))
-        return real(messages)
-
-    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    read = _count_reads(monkeypatch)
     history = _loop_history(40)
     reducer = MessageReducer(config=config)
     state = reducer.reduce(existing=history[:10]).surviving
@@ -312,14 +311,7 @@ def test_an_append_loop_reads_each_message_once(
 def test_a_prune_rereads_the_history_once_then_appends_stay_cheap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    read: list[int] = []
-    real = reducer_module.read_messages
-
-    def counting(messages: list[Any]) -> list[Any]:
-        read.append(len(messages))
-        return real(messages)
-
-    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    read = _count_reads(monkeypatch)
     history = _loop_history(30)
     reducer = MessageReducer(config=ReducerConfig(min_messages=20, max_messages=40))
     state = reducer.reduce(existing=history[:2]).surviving
@@ -342,13 +334,13 @@ def test_the_langgraph_reducer_checks_ids_of_new_messages_only(
 ) -> None:
     """as_langgraph_reducer() asks whether a new id is already in the list: from its index."""
     asked: list[object] = []
-    real = reducer_module.message_id
+    real = memory.message_id
 
     def counting(message: object) -> str | None:
         asked.append(message)
         return real(message)
 
-    monkeypatch.setattr(reducer_module, "message_id", counting)
+    monkeypatch.setattr(memory, "message_id", counting)
     history = _loop_history(40)
     fn = MessageReducer(min_messages=150, max_messages=200).as_langgraph_reducer()
     state = fn(history[:10], None)
@@ -554,14 +546,7 @@ def test_an_agent_config_append_loop_reads_only_the_new_messages(
     history (it read the whole history twice per append before)."""
     from agentstate_reducer import agent_config
 
-    read: list[int] = []
-    real = reducer_module.read_messages
-
-    def counting(messages: list[Any]) -> list[Any]:
-        read.append(len(messages))
-        return real(messages)
-
-    monkeypatch.setattr(reducer_module, "read_messages", counting)
+    read = _count_reads(monkeypatch)
     history = _loop_history(60)
     for config, whole in (
         (agent_config(min_messages=400, max_messages=500), False),

@@ -37,7 +37,8 @@ from .reducing.lists import (
     as_message_list,
     hard_message_limit,
 )
-from .reducing.prepare import _needs_add_messages, repair_dangling_calls
+from .reducing.memory import _needs_add_messages
+from .reducing.repair import repair_dangling_calls
 
 __all__ = ("MessageReducer", "as_message_list", "hard_message_limit", "repair_dangling_calls")
 

@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agentstate_reducer import MessageReducer, agent_config
 from agentstate_reducer.langgraph import ReducingMiddleware, reducing_add_messages
-from agentstate_reducer.reducing import prepare
+from agentstate_reducer.reducing import append, prepare, repair
 
 TURNS = 60
 
@@ -35,7 +35,8 @@ def test_the_recipe_reads_each_message_a_bounded_number_of_times(
         read.append(len(messages))
         return real(messages)
 
-    monkeypatch.setattr(prepare, "read_messages", counting)
+    for module in (repair, append, prepare):
+        monkeypatch.setattr(module, "read_messages", counting)
     reducer = MessageReducer(config=agent_config(
         min_messages=400, max_messages=500, model="gpt-4o", system_prompt="You answer."))
     model = scripted_model(TURNS)

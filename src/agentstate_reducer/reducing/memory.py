@@ -1,0 +1,150 @@
+"""The memory of the lists a reducer returned: each remembered as a :class:`~.chains._Chain`
+when a reduce returns it, found again when a later list starts with it (the same list or
+equal copies), so that repair and the incremental path read only what is new."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from ..config import ReducerResult
+from ..plan import Plan
+from ..read import MessageRecord, is_merge_update, message_id
+from .chains import _CHAINS, _by_dict, _Chain, _kinds, _last_unchanged, _Memo, _print, _unchanged
+from .counts import _Counting
+from .lists import _survivors
+
+
+def _needs_add_messages(reducer: _Remembering, left: list[Any], right: list[Any]) -> bool:
+    if any(map(is_merge_update, right)):
+        return True
+    new_ids = set(map(message_id, right))
+    new_ids.discard(None)
+    return bool(new_ids) and reducer._holds_an_id(left, new_ids)
+
+
+
+class _Remembering(_Counting):
+    """The lists this reducer returned: remembered, matched, indexed by id."""
+
+    def _note(
+        self, messages: list[Any], plan: Plan, memo: _Memo | None, result: ReducerResult[Any]
+    ) -> None:
+        """Remember the list a reduce returns, with the views and counts the plan read."""
+        if memo is None:
+            return  # the incremental path remembered it already
+        views, counts = memo
+        surviving = result.surviving
+        if surviving is messages:
+            if not plan.triggered:  # else over the threshold: the next reduce plans anyway
+                self._remember(messages, views, None if counts is None else list(counts))
+            return
+        chosen = plan.pruned
+        if (
+            len(result.pruned) == len(chosen)
+            and len(surviving) == len(messages) - len(chosen)  # no summary block went in
+            and all(map(operator.is_, result.pruned, map(messages.__getitem__, chosen)))
+        ):
+            self._remember(
+                surviving,
+                _survivors(views, chosen),
+                None if counts is None else _survivors(counts, chosen),
+            )
+            return
+        self._remember(surviving, None, None)  # read again when next needed
+
+    def _match(self, existing: Any, messages: list[Any]) -> _Chain | None:
+        """The remembered chain whose messages ``messages`` starts with, or ``None``.
+
+        ``existing`` is looked up by identity first; else (a copy) each chain is tried,
+        the latest first, those whose last message matches compared in full.
+        """
+        chains = self._chains
+        if not chains:
+            return None
+        checked: tuple[list[Any], _Chain] | None = getattr(self._checked, "list", None)
+        if checked is not None:
+            self._checked.list = None
+            seen, matched = checked
+            if seen is existing and matched.size <= min(len(existing), len(messages)):
+                return matched  # compared a moment ago, in this thread's same call
+        with self._chains_lock:
+            found = chains.get(id(existing))
+            candidates = list(reversed(chains.values()))
+        if found is not None:  # (or a list that took the id of one since freed)
+            candidates.remove(found)
+            candidates.insert(0, found)
+        n = len(messages)
+        whole = len(existing) if type(existing) is list else -1
+        if whole >= 0:  # a chain holding all of existing first, then prefixes
+            candidates.sort(key=lambda chain: chain.size != whole)
+        fallback = None
+        for chain in candidates:
+            size = chain.size
+            if n < size or (fallback is not None and size != whole):
+                continue
+            # existing itself in the common case: no copy
+            seen = existing if size == whole else messages if n == size else messages[:size]
+            if chain is not found and size and not _last_unchanged(seen, chain):
+                continue
+            if _unchanged(seen, chain):
+                if size == whole or whole < 0:
+                    return chain
+                fallback = chain  # a prefix: a chain holding all of existing may follow
+        return fallback
+
+    def _holds_an_id(self, existing: list[Any], ids: set[Any]) -> bool:
+        """Whether a message of ``existing`` has one of ``ids``: O(len(ids)) on a list this
+        reducer returned (or a copy of it), through an index of its ids kept along its
+        appends."""
+        chain = self._match(existing, existing)
+        if chain is None or chain.size != len(existing):
+            return any(message_id(m) in ids for m in existing)
+        index = chain.ids
+        snapshot = chain.snapshot
+        if index is None:
+            index = {}
+            for i in range(chain.size):
+                ident = message_id(snapshot[i])
+                if ident is not None:
+                    index[ident] = (i, snapshot[i])
+            chain = chain._replace(ids=index)
+            self._keep(chain)
+        # The reduce that follows in the same call need not compare the list again.
+        self._checked.list = (existing, chain)
+        for ident in ids:
+            found = index.get(ident)
+            if found is not None:
+                at, message = found
+                if at < chain.size and snapshot[at] is message:
+                    return True
+                # Overwritten by another branch from a shared state: ask the list itself.
+                return any(message_id(m) in ids for m in existing)
+        return False
+
+    def _remember(
+        self, returned: list[Any], views: list[MessageRecord] | None, counts: list[int] | None
+    ) -> None:
+        kinds = _kinds(returned)
+        self._keep(
+            _Chain(
+                id(returned),
+                returned.copy(),
+                len(returned),
+                list(map(_print, returned)),
+                kinds,
+                kinds is not None and _by_dict(returned),
+                views,
+                counts,
+                None,
+            )
+        )
+
+    def _keep(self, chain: _Chain) -> None:
+        key = chain.returned
+        with self._chains_lock:
+            chains = self._chains
+            chains[key] = chain
+            chains.move_to_end(key)
+            while len(chains) > _CHAINS:
+                chains.popitem(last=False)
