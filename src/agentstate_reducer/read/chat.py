@@ -281,24 +281,7 @@ def _read_fields(get: Callable[[str], Any], raw: object) -> MessageRecord | None
         or get("function_call") is not None
     ):
         return None
-    issued: tuple[str, ...] = _EMPTY
-    calls: tuple[tuple[str, object], ...] = ()
-    if found:
-        read = _read_calls(found, role)
-        if read is None:
-            return None
-        issued, calls = read
-    call_id = call_id or None
-    answers = _EMPTY
-    if role == TOOL and call_id:
-        answers, call_id = (call_id,), None
-    name = name or None
-    if name is None and call_id is None and not calls:
-        extras = NO_EXTRAS
-    else:
-        extras = _new_record(Extras, (name, (), calls, call_id, (), 0, (), CHAT))
-    fields = (role, ident or None, issued, answers, content or None, extras)
-    return _new_record(MessageRecord, fields)
+    return _chat_record(role, ident, content, found, name, call_id)
 
 
 def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
@@ -383,6 +366,15 @@ def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
                 return None
         if message.get("invalid_tool_calls") or message.get("function_call") is not None:
             return None
+    return _chat_record(role, ident, content, found, name, call_id)
+
+
+def _chat_record(
+    role: str, ident: str | None, content: str | None, found: Any, name: str | None,
+    call_id: str | None,
+) -> MessageRecord | None:
+    """The record of a chat message whose fields the fast path checked: its calls read
+    from ``found``, a tool result's ``call_id`` as what it answers."""
     issued: tuple[str, ...] = _EMPTY
     calls: tuple[tuple[str, object], ...] = ()
     if found:

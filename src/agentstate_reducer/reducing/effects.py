@@ -4,7 +4,7 @@ drivers that run them: :func:`_drive` calls each, :func:`_adrive` awaits each.""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, NamedTuple, cast
 
 from ..config import ReducerResult, RememberFn, SummarizeFn
@@ -72,32 +72,45 @@ _Effect = _Summarise | _Hand
 _Flow = Generator[_Effect, Any, ReducerResult[Any]]
 
 
+def _resume(
+    flow: _Flow, value: Any = None, error: BaseException | None = None
+) -> tuple[bool, Any]:
+    """``(True, the result)`` once ``flow`` returns, else ``(False, its next effect)``:
+    ``flow`` is sent ``value``, or thrown ``error``."""
+    try:
+        return False, (flow.send(value) if error is None else flow.throw(error))
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def _outcome(call: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    """``(its value, None)`` of ``call()``, or ``(None, its error)``."""
+    try:
+        return call(), None
+    except BaseException as exc:
+        return None, exc
+
+
+async def _aoutcome(call: Callable[[], Awaitable[Any]]) -> tuple[Any, BaseException | None]:
+    """:func:`_outcome`, awaiting ``call()``."""
+    try:
+        return await call(), None
+    except BaseException as exc:
+        return None, exc
+
+
 def _drive(flow: _Flow) -> ReducerResult[Any]:
     """The sync driver: run each effect; send back its value, or throw in its error
     (the core decides what an error means, and what propagates)."""
-    try:
-        effect = next(flow)
-        while True:
-            try:
-                value = effect.call()
-            except BaseException as exc:
-                effect = flow.throw(exc)
-            else:
-                effect = flow.send(value)
-    except StopIteration as stop:
-        return cast(ReducerResult[Any], stop.value)
+    done, got = _resume(flow)
+    while not done:
+        done, got = _resume(flow, *_outcome(got.call))
+    return cast(ReducerResult[Any], got)
 
 
 async def _adrive(flow: _Flow) -> ReducerResult[Any]:
     """The async driver: :func:`_drive`, awaiting each effect."""
-    try:
-        effect = next(flow)
-        while True:
-            try:
-                value = await effect.acall()
-            except BaseException as exc:
-                effect = flow.throw(exc)
-            else:
-                effect = flow.send(value)
-    except StopIteration as stop:
-        return cast(ReducerResult[Any], stop.value)
+    done, got = _resume(flow)
+    while not done:
+        done, got = _resume(flow, *await _aoutcome(got.acall))
+    return cast(ReducerResult[Any], got)

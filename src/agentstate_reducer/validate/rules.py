@@ -89,23 +89,18 @@ REASONING_ALONE = "reasoning-alone"
 DUPLICATE_ITEM = "duplicate-item"
 
 
+#: What every provider but the Responses API checks: known roles, each result after its one call.
+_LINKED = (UNKNOWN_ROLE, ORPHAN_RESULT, LATE_RESULT, DUPLICATE_RESULT, UNANSWERED_CALL)
+
 #: Every rule, by provider.
 RULES: dict[str, tuple[str, ...]] = {
     "openai": (
-        UNKNOWN_ROLE,
-        ORPHAN_RESULT,
-        LATE_RESULT,
-        DUPLICATE_RESULT,
-        UNANSWERED_CALL,
+        *_LINKED,
         SPLIT_PARALLEL,
         MISSING_REASONING,
     ),
     "anthropic": (
-        UNKNOWN_ROLE,
-        ORPHAN_RESULT,
-        LATE_RESULT,
-        DUPLICATE_RESULT,
-        UNANSWERED_CALL,
+        *_LINKED,
         SPLIT_PARALLEL,
         FIRST_NOT_USER,
         ALTERNATION,
@@ -117,11 +112,7 @@ RULES: dict[str, tuple[str, ...]] = {
         THINKING_TURN,
     ),
     "gemini": (
-        UNKNOWN_ROLE,
-        ORPHAN_RESULT,
-        LATE_RESULT,
-        DUPLICATE_RESULT,
-        UNANSWERED_CALL,
+        *_LINKED,
         RESPONSE_COUNT,
         FIRST_NOT_USER,
         ALTERNATION,
@@ -130,11 +121,7 @@ RULES: dict[str, tuple[str, ...]] = {
         EMPTY_TEXT,
     ),
     "bedrock": (
-        UNKNOWN_ROLE,
-        ORPHAN_RESULT,
-        LATE_RESULT,
-        DUPLICATE_RESULT,
-        UNANSWERED_CALL,
+        *_LINKED,
         SPLIT_PARALLEL,
         FIRST_NOT_USER,
         ALTERNATION,
