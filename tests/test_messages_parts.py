@@ -549,3 +549,49 @@ def test_the_fast_path_reads_anthropic_blocks() -> None:
     ):
         assert _fast(message) is not None
         _plain_agrees(message)
+
+
+_block_values = st.sampled_from([None, "", "a b", 3, ["x"]])
+_blocks = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "output_text", "input_text", "refusal", "thinking",
+                                  "tool_use", "input_image", None])},
+        optional={"text": _block_values, "thinking": _block_values, "id": _block_values,
+                  "name": _block_values, "input": st.just({})},
+    ),
+    st.sampled_from(["plain", 4]),
+    st.fixed_dictionaries({"type": st.sampled_from(["output_text", "input_text"]),
+                           "text": st.sampled_from(["", "a", "b c"])}),
+)
+_items = st.fixed_dictionaries(
+    {"content": st.lists(_blocks, max_size=3)},
+    optional={
+        "role": st.sampled_from(["assistant", "user", "Assistant", "narrator", 2]),
+        "id": st.sampled_from([None, "", "msg_1", 5]),
+        "type": st.sampled_from(["message", "other", None, 1]),
+        "status": st.sampled_from(["completed", None]),
+        "name": st.just("ann"),
+    },
+) | st.fixed_dictionaries(  # a Responses message item, now and then odd
+    {"role": st.sampled_from(["assistant", "user"]), "type": st.just("message"),
+     "content": st.lists(_blocks, min_size=1, max_size=2)},
+    optional={"id": st.sampled_from(["msg_1", None, 5]), "status": st.just("completed")},
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(message=_items)
+def test_a_responses_message_item_reads_as_the_general_walk_reads_it(
+    message: dict[str, Any],
+) -> None:
+    """A dict of a role and typed content blocks takes the general reader's shortcut; the
+    same fields as another mapping take the walk: the record (or the error) is the same."""
+    from types import MappingProxyType
+
+    def read(m: Any) -> Any:
+        try:
+            return _read(m, 0)
+        except Exception as exc:  # the two readers must fail alike
+            return type(exc), str(exc)
+
+    assert read(message) == read(MappingProxyType(message))

@@ -751,3 +751,63 @@ def test_a_turn_note_in_contents_is_a_gemini_content() -> None:
     again = reducer.reduce(result.surviving)
     assert sum(c["parts"][0].get("text", "").startswith("[turn note: ")
                for c in again.surviving) == 1
+
+
+_odd = st.sampled_from([None, "", "f", "g", "id1", 0, 7, [], {}, True, {"a": [1]}])
+_names = st.sampled_from([None, "", "f", "g"])
+_bodies = st.one_of(
+    st.fixed_dictionaries(
+        {"name": _names},
+        optional={"id": st.sampled_from([None, "", "c1", "c2"]), "args": _odd, "response": _odd},
+    ),
+    st.fixed_dictionaries(
+        {},
+        optional={"name": _odd, "id": _odd, "args": _odd, "response": _odd},
+    ),
+    _odd,
+)
+_part_keys = st.sampled_from(
+    ["text", "thought", "functionCall", "function_call", "functionResponse",
+     "function_response", "thoughtSignature", "inlineData"]
+)
+_parts = st.one_of(
+    st.dictionaries(_part_keys, st.one_of(_odd, _bodies), max_size=3),
+    st.builds(lambda t: {"text": t}, st.sampled_from(["", "hi", "x y"])),
+    st.builds(lambda b: {"functionCall": b}, _bodies),
+    st.builds(lambda b: {"functionResponse": b}, _bodies),
+    _odd,
+)
+_contents = st.fixed_dictionaries(
+    {"parts": st.lists(_parts, max_size=4)},
+    optional={
+        "role": st.sampled_from(["user", "model", "Model", "system", "tool", "narrator", 3]),
+        "id": _odd,
+        "content": st.just("x"),
+    },
+) | st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "model"]), "parts": st.lists(_parts, max_size=4)}
+)
+
+
+def _read_or_error(read: Any, message: Any) -> Any:
+    try:
+        return read(message)
+    except Exception as exc:  # the two readers must fail alike
+        return type(exc), str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(content=_contents)
+def test_the_plain_content_reader_gives_the_full_reader_s_record(content: dict[str, Any]) -> None:
+    """A dict goes through the one-pass reader; the same fields as another mapping through
+    links() and billed(): the record (or the error) is the same."""
+    from types import MappingProxyType
+
+    from agentstate_reducer.read.gemini import _GEMINI
+
+    plain = _read_or_error(lambda m: _GEMINI.read(m, 0), content)
+    full = _read_or_error(lambda m: _GEMINI.read(MappingProxyType(m), 0), content)
+    assert plain == full
+    assert _read_or_error(read_message, content) == _read_or_error(
+        read_message, MappingProxyType(content)
+    )

@@ -465,3 +465,59 @@ def test_cli_names_a_list_of_responses_items(tmp_path: Path) -> None:
     path.write_text(json.dumps([_user(), _call(), _output(), _answer()]))
     transcript = load(str(path))
     assert transcript.provider == R and "OpenAI Responses items" in transcript.label
+
+
+_odd = st.sampled_from([None, "", "x", "c1", 0, 7, [], {}, True, [{"type": "input_text"}]])
+_items = st.fixed_dictionaries(
+    {"type": st.sampled_from(["function_call", "function_call_output", "reasoning",
+                              "custom_tool_call", "web_search_call", "compaction"])},
+    optional={
+        "id": st.sampled_from([None, "", "fc_1", 3]),
+        "call_id": st.sampled_from([None, "", "c1", 4]),
+        "name": st.sampled_from([None, "", "f", 5]),
+        "arguments": st.sampled_from([None, "", "{}", {"a": 1}]),
+        "output": _odd,
+        "content": _odd,
+        "encrypted_content": st.sampled_from([None, "", "gAAA", 6]),
+        "summary": _odd,
+        "role": st.sampled_from([None, "assistant"]),
+    },
+) | st.one_of(  # the commonest items, each field now and then odd
+    st.fixed_dictionaries(
+        {"type": st.just("function_call"), "call_id": st.sampled_from(["c1", "", 4]),
+         "name": st.sampled_from(["f", ""]), "arguments": st.sampled_from(["{}", "", {}])},
+        optional={"id": st.sampled_from(["fc_1", "", None, 3])},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("function_call_output"), "call_id": st.sampled_from(["c1", "", None]),
+         "output": st.sampled_from(["ok", "", [{"type": "input_text", "text": "t"}]])},
+        optional={"id": st.sampled_from(["fo_1", None])},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("reasoning"), "encrypted_content": st.sampled_from(["gAAA", "", None])},
+        optional={"id": st.sampled_from(["rs_1", None]), "summary": _odd, "content": _odd},
+    ),
+)
+
+
+def _read_or_error(read: Any, message: Any) -> Any:
+    try:
+        return read(message)
+    except Exception as exc:  # the two readers must fail alike
+        return type(exc), str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(item=_items)
+def test_the_plain_item_reader_gives_the_full_reader_s_record(item: dict[str, Any]) -> None:
+    """A dict item goes through the reader of the commonest items; the same fields as
+    another mapping through read_item() and billed(): the record (or the error) is the same."""
+    from types import MappingProxyType
+
+    read = shape._RESPONSES.read
+    assert _read_or_error(lambda i: read(i, 0), item) == _read_or_error(
+        lambda i: read(MappingProxyType(i), 0), item
+    )
+    assert _read_or_error(m.read_message, item) == _read_or_error(
+        m.read_message, MappingProxyType(item)
+    )

@@ -311,6 +311,8 @@ def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
                 answered = (role, ident or None, (), (call_id,), content or None, NO_EXTRAS)
                 return _new_record(MessageRecord, answered)
     elif content is None:
+        if "parts" in message:
+            return None  # a Gemini content: its reader decides (the keys below would)
         known = (2 if "content" in message else 1) + (ident is not None)
     elif type(content) is list and size == 2 + ("id" in message):
         return _read_blocks(role, ident or None, content)  # role, content blocks, an id
@@ -393,11 +395,49 @@ def _chat_record(
     return _new_record(MessageRecord, fields)
 
 
-def _read_blocks(role: str, ident: str | None, content: list[Any]) -> MessageRecord | None:
+#: The text blocks of the fast path: Anthropic's (OpenAI's ``input_text`` and
+#: ``output_text`` are left to the general reader, see :func:`_read_message_item`).
+_TEXT = frozenset({"text"})
+#: Keys of a Responses message item the general reader reads as it reads a chat dict.
+_ITEM_KEYS = frozenset({"role", "content", "id", "type", "status"})
+
+
+def _read_message_item(message: dict[str, Any]) -> MessageRecord | None:
+    """The general reader's record of a dict of a known role, content blocks, maybe an id
+    and a Responses message's ``{"type": "message", "status"}`` (its commonest output item),
+    or ``None``: keys and blocks as :func:`_read_blocks` reads them, any text block."""
+    get = message.get
+    content = get("content")
+    if type(content) is not list:
+        return None
+    raw, ident, kind = get("role"), get("id"), get("type")
+    role = _ALIASES.get(raw) if type(raw) is str else None
+    if (
+        role is None
+        or (ident is not None and type(ident) is not str)
+        or (kind is not None and (type(kind) is not str or kind != "message"))
+        or not _ITEM_KEYS.issuperset(message)
+    ):
+        return None
+    return _read_blocks(role, ident or None, content, _TEXT_BLOCKS)
+
+
+def _read_blocks(
+    role: str, ident: str | None, content: list[Any], text: frozenset[str] = _TEXT
+) -> MessageRecord | None:
     """The fast path of a dict of a role, a list of Anthropic content blocks and maybe
-    an id: ``text``, ``tool_use``, ``tool_result`` (string content), ``thinking`` and
-    ``redacted_thinking`` blocks whose fields are strings; any other block gives ``None``.
-    What it finds, in order, is what :class:`_Walk` finds."""
+    an id: text blocks (of a type in ``text``), ``tool_use``, ``tool_result`` (string
+    content), ``thinking`` and ``redacted_thinking`` blocks whose fields are strings; any
+    other block gives ``None``. What it finds, in order, is what :class:`_Walk` finds."""
+    if len(content) == 1:  # one text block: the commonest answer
+        block = content[0]
+        if type(block) is dict and block.get("type") in text:
+            value = block.get("text")
+            if type(value) is str:
+                extras = NO_EXTRAS
+                if value:
+                    extras = _new_record(Extras, (None, (value,), (), None, *_NO_MORE))
+                return _new_record(MessageRecord, (role, ident, _EMPTY, _EMPTY, None, extras))
     texts: list[str] = []
     calls: list[tuple[str | None, str, object]] = []
     ids: list[str] = []
@@ -407,7 +447,7 @@ def _read_blocks(role: str, ident: str | None, content: list[Any]) -> MessageRec
         if type(block) is not dict:
             return None
         kind = block.get("type")
-        if kind == "text":
+        if kind in text:
             value = block.get("text")
         elif kind == "tool_use":
             cid, name = block.get("id"), block.get("name")
@@ -498,6 +538,10 @@ def _read(message: object, index: int) -> MessageRecord:
     """The general reader: every shape, one walk over the fields and the content."""
     fields: Any
     if type(message) is dict or isinstance(message, Mapping):
+        # No dict shape reads a dict with a role and typed content blocks.
+        plain = _read_message_item(message) if type(message) is dict else None
+        if plain is not None:
+            return plain
         for shape in _DICT_SHAPES:
             record = shape.read(message, index)
             if record is not None:

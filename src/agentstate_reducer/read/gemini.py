@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import ConfigError
 from ._field import FieldError, as_id
 from ._field import kind as kind_of
-from .fields import HUMAN, _fields, _json, _payload, _value_size, normalize_role
+from .fields import _ALIASES, AI, HUMAN, _fields, _json, _payload, _value_size, normalize_role
 from .record import (
     BLANK_PART,
     MEDIA_PART,
@@ -33,6 +33,7 @@ from .record import (
     TOOL_RESULT_PART,
     TOOL_USE_PART,
     EditablePart,
+    Extras,
     MessageRecord,
     ReasoningPart,
     Shape,
@@ -384,7 +385,11 @@ class _GeminiShape(Shape):
     dicts = True
 
     def read(self, message: object, index: int) -> MessageRecord | None:
-        if type(message) is not dict and not isinstance(message, Mapping):
+        if type(message) is dict:
+            plain = _read_plain(self, message)
+            if plain is not None:
+                return plain
+        elif not isinstance(message, Mapping):
             return None
         fields, raw = _payload(message)
         if not is_content(fields):
@@ -413,6 +418,70 @@ class _GeminiShape(Shape):
                      if k == THOUGHT)
 
 
+def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
+    """The record :meth:`_GeminiShape.read` gives a content with a known role, a string
+    id or none, and parts that are text, function calls and function responses (REST
+    spelling, non-empty objects, string names and ids or none); ``None`` for any other.
+    What it finds, in order, is what :func:`links` and :func:`billed` find."""
+    raw, parts = content.get("role"), content.get("parts")
+    if type(raw) is not str or type(parts) is not list or "content" in content:
+        return None
+    role = _ALIASES.get(raw)
+    ident = content.get("id")
+    if role is None or (ident is not None and type(ident) is not str):
+        return None
+    texts: list[str] = []
+    found: list[tuple[bool, str | None, str, dict[str, Any]]] = []
+    for part in parts:
+        if type(part) is not dict:
+            return None
+        if "text" in part:
+            text = part["text"]
+            if type(text) is not str:
+                return None
+            if text:
+                texts.append(text)
+            continue
+        body = part.get("functionCall")
+        call = body is not None
+        if not call:
+            body = part.get("functionResponse")
+            if body is None or "function_call" in part:
+                return None
+        if type(body) is not dict or not body:
+            return None
+        name, given = body.get("name"), body.get("id")
+        if (name is not None and type(name) is not str) or (
+            given is not None and type(given) is not str
+        ):
+            return None
+        found.append((call, given, name or "", body))
+        if not call and name:
+            texts.append(name)
+    calls: tuple[str, ...] = ()
+    answers: tuple[str, ...] = ()
+    billed_calls: tuple[tuple[str, str], ...] = ()
+    if found:
+        issued: dict[str, None] = {}
+        answered: dict[str, None] = {}
+        seen: dict[tuple[bool, str], int] = {}
+        for call, given, name, _ in found:
+            k = seen.get((call, name), 0)
+            seen[call, name] = k + 1
+            (issued if call else answered)[given or f"{name}#{k}"] = None
+        # JSON in read()'s order: the responses, then the arguments.
+        texts.extend([_json(b.get("response")) for c, _, _, b in found
+                      if not c and b.get("response") is not None])
+        billed_calls = tuple([(n, _json(b.get("args") or {})) for c, _, n, b in found if c])
+        if role == AI:
+            calls = tuple(issued)
+        elif role == HUMAN:
+            answers = tuple(answered)
+    extras = _new(Extras, (None, tuple(texts), billed_calls, None, answers, 0, (), shape))
+    return _new(MessageRecord, (role, ident or None, calls, answers, None, extras))
+
+
+_new = tuple.__new__
 _GEMINI = _GeminiShape()
 
 _GEMINI_KINDS = {

@@ -307,6 +307,10 @@ class _ResponsesShape(Shape):
         if kind is None:
             return None
         assert isinstance(message, Mapping)
+        if type(message) is dict:
+            plain = _read_plain(message, kind)
+            if plain is not None:
+                return plain
         role, ident, calls, answers = read_item(message, kind)
         texts, billed_calls, answered, media = billed(message, kind)
         extras = Extras(
@@ -348,6 +352,40 @@ _RESPONSES_GROUPS: dict[str, _ResponsesShape] = {
     REASONING: _ResponsesShape(GROUP_REASONING),
     COMPACTION: _ResponsesShape(GROUP_BOUNDARY),
 }
+_REASONING_SHAPE = _RESPONSES_GROUPS[REASONING]
+_new = tuple.__new__
+
+
+def _read_plain(item: dict[str, Any], kind: str) -> MessageRecord | None:
+    """The record :meth:`_ResponsesShape.read` gives the commonest items, whose fields are
+    strings: a ``function_call``, a ``function_call_output`` and a ``reasoning`` item with
+    ``encrypted_content`` and no ``content``; ``None`` for any other (read in full)."""
+    get = item.get
+    ident = get("id")
+    if ident is not None and type(ident) is not str:
+        return None
+    ident = ident or None
+    if kind == "function_call":
+        call, name, args = get("call_id"), get("name"), get("arguments")
+        if type(call) is not str or type(name) is not str or type(args) is not str:
+            return None
+        extras = _new(Extras, (None, (), ((name, args),), None, (), 0, (), _RESPONSES_OUTPUT))
+        return _new(MessageRecord, (_AI, ident, (call,) if call else _NONE, _NONE, None, extras))
+    if kind == "function_call_output":
+        call, output = get("call_id"), get("output")
+        if type(call) is not str or type(output) is not str:
+            return None
+        call = call or None
+        texts = (output,) if output else ()
+        extras = _new(Extras, (None, texts, (), call, (), 0, (), _RESPONSES))
+        return _new(MessageRecord, (_TOOL, ident, _NONE, (call,) if call else _NONE, None, extras))
+    if kind == REASONING and get("content") is None:
+        encrypted = get("encrypted_content")
+        if type(encrypted) is not str or not encrypted:
+            return None
+        extras = _new(Extras, (None, (encrypted,), (), None, (), 0, (), _REASONING_SHAPE))
+        return _new(MessageRecord, (_AI, ident, _NONE, _NONE, None, extras))
+    return None
 
 
 register(_RESPONSES)
