@@ -238,6 +238,17 @@ def render_messages(messages: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
+def _closed_awaitable(value: object) -> bool:
+    """Whether ``value`` is an awaitable, which a sync caller cannot await: if so, it is
+    closed (a coroutine left unawaited would warn)."""
+    if not inspect.isawaitable(value):
+        return False
+    close = getattr(value, "close", None)
+    if close is not None:
+        close()
+    return True
+
+
 class Summarizer:
     """A ``summarize_fn`` that folds the previous summary and the newly pruned messages
     into one summary with a fixed structure. Build one with :func:`summarize_with`.
@@ -356,10 +367,7 @@ class Summarizer:
             (lambda: invoke(request)) if callable(invoke) else (lambda: self.model(request))
         )
         reply = run() if self.timeout is None else _run_with_timeout(run, self.timeout)
-        if inspect.isawaitable(reply):
-            close = getattr(reply, "close", None)
-            if close is not None:
-                close()
+        if _closed_awaitable(reply):
             raise ConfigTypeError(
                 f"the summary model {self.model!r} is async; call 'await reducer.areduce(...)'"
             )

@@ -30,6 +30,7 @@ from .record import (
     MessageRecord,
     ReasoningPart,
     Shape,
+    _turn_kinds,
     _turn_record,
     register,
 )
@@ -213,15 +214,7 @@ def billed(
 
 def kinds(content: list[Any]) -> tuple[str, ...]:
     """The kind of each block (see :func:`block_kind`), with ``"blank"`` for empty text."""
-    out = []
-    for block in content:
-        kind = block_kind(block)
-        if kind == TEXT:
-            text = block.get("text")
-            if not (isinstance(text, str) and text.strip()):
-                kind = "blank"
-        out.append(kind)
-    return tuple(out)
+    return _turn_kinds(content, block_kind)
 
 
 def reasoning_signed(block: Mapping[str, Any]) -> bool:

@@ -37,6 +37,7 @@ from .record import (
     MessageRecord,
     ReasoningPart,
     Shape,
+    _turn_kinds,
     _turn_record,
     register,
 )
@@ -240,15 +241,7 @@ def billed(
 
 def kinds(parts: list[Any]) -> tuple[str, ...]:
     """The kind of each part (see :func:`part_kind`), with ``"blank"`` for empty text."""
-    out = []
-    for part in parts:
-        kind = part_kind(part)
-        if kind == TEXT:
-            text = part.get("text")
-            if not (isinstance(text, str) and text.strip()):
-                kind = "blank"
-        out.append(kind)
-    return tuple(out)
+    return _turn_kinds(parts, part_kind)
 
 
 def editable(

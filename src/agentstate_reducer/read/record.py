@@ -6,7 +6,7 @@ the shape families (:func:`register`). The base :class:`Shape` reads the chat la
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -296,6 +296,16 @@ def _turn_record(
     billed = tuple((name, _json(args)) for name, args in billed_calls)
     extras = Extras(None, tuple(texts), billed, None, answers, media, (), shape)
     return MessageRecord(role, ident, calls, answers, None, extras)
+
+
+def _turn_kinds(items: list[Any], kind_of: Callable[[Any], str]) -> tuple[str, ...]:
+    """The kind of each part of a Gemini content or block of a Converse message, as
+    ``kind_of`` names it, :data:`BLANK_PART` for a text one with no non-whitespace
+    character."""
+    return tuple(
+        _text_kind(item.get("text")) if (kind := kind_of(item)) == TEXT_PART else kind
+        for item in items
+    )
 
 
 #: The shape families, in the order they registered (``read/__init__`` imports them in

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, cast
 
 from ..config import ReducerResult, RememberFn, SummarizeFn
 from ..errors import ConfigTypeError
-from ..summary import Summarizer
+from ..summary import Summarizer, _closed_awaitable
 
 
 class _Refused(ConfigTypeError):
@@ -18,11 +18,8 @@ class _Refused(ConfigTypeError):
 
 
 def _refuse_awaitable(value: object, name: str) -> None:
-    """reduce() cannot await: close the coroutine (no 'never awaited' warning) and say so."""
-    if inspect.isawaitable(value):
-        close = getattr(value, "close", None)
-        if close is not None:
-            close()
+    """reduce() cannot await: close the awaitable and say so."""
+    if _closed_awaitable(value):
         raise _Refused(
             f"{name} returned an awaitable; call 'await reducer.areduce(...)' instead"
         )
