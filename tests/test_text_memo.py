@@ -1,0 +1,51 @@
+"""TextMemo: a text's count remembered by its hash and length, never a different count."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentstate_reducer.tokens import approximate_text_tokens
+from agentstate_reducer.tokens.heuristic import _HEURISTICS, _approximate_o200k
+from agentstate_reducer.tokens.memo import TextMemo
+
+
+@given(st.lists(st.text(max_size=80), max_size=30))
+def test_a_memo_counts_as_the_counter_does(texts: list[str]) -> None:
+    memo = TextMemo(_HEURISTICS["o200k_base"], shortest=8, entries=10)
+    for text in [*texts, *texts]:
+        assert memo(text) == _HEURISTICS["o200k_base"](text)
+
+
+def test_a_text_seen_again_is_not_counted_again() -> None:
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    memo = TextMemo(count, shortest=4)
+    long = "a long enough text"
+    assert memo(long) == memo("a long enough " + "text") == len(long)  # equal, not identical
+    assert calls == [long] and memo.counted == 1
+    assert memo("abc") == memo("abc") == 3 and calls.count("abc") == 2  # short: each time
+    memo.forget()
+    memo(long)
+    assert memo.counted == 2
+
+
+def test_a_memo_forgets_the_oldest_quarter_past_its_size() -> None:
+    memo = TextMemo(len, entries=8)
+    for i in range(9):
+        memo(f"text number {i}")
+    assert len(memo._known) == 7  # 9 entries, the oldest 2 (a quarter) gone
+    assert hash("text number 0") not in memo._known
+    assert hash("text number 8") in memo._known
+
+
+def test_the_heuristic_remembers_the_texts_it_counted() -> None:
+    text = "a message the agent sees on every call, " * 4
+    approximate_text_tokens(text)
+    before = _approximate_o200k.counted
+    assert approximate_text_tokens("".join(text)) == approximate_text_tokens(text[:] + "")
+    assert _approximate_o200k.counted == before
