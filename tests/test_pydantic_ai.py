@@ -47,9 +47,11 @@ from agentstate_reducer.pydantic_ai import (
     run_namespace,
 )
 from agentstate_reducer.read import (
+    TURN_NOTE_KIND,
     content_kinds,
     copy_state,
     editable_parts,
+    injected_kind,
     is_summary,
     message_parts,
     message_state,
@@ -235,6 +237,39 @@ def test_the_first_request_is_split_so_questions_never_pile_up() -> None:
     reduced = history_processor(MessageReducer(config=config))(CTX, history)
     assert reduced[0].parts == [first.parts[0]]
     assert any(m.parts == [first.parts[1]] for m in got)  # the old question was handed over
+
+
+def test_a_turn_note_merged_into_the_question_goes_over_without_the_note() -> None:
+    # PydanticAI merges the note's request into the question's and keeps neither's
+    # metadata: when a later turn prunes that request, the hooks get the question alone.
+    got: list[Any] = []
+    config = agent_config(max_tokens=3000, target_tokens=2000, token_counter="approximate",
+                          on_prune=[lambda p, ns: got.extend(p)])
+    process = history_processor(MessageReducer(config=config))
+    question = ModelRequest(parts=[UserPromptPart("turn 0: do the steps")])
+    history: list[ModelMessage] = [ModelRequest(parts=[SystemPromptPart("be brief")]), question]
+    for k in range(120):
+        history.append(ModelResponse(parts=[ToolCallPart("step", {"query": f"0.{k}"}, f"c{k}")]))
+        history.append(ModelRequest(parts=[
+            ToolReturnPart("step", f"r{k} " + "lorem ipsum " * 250, f"c{k}")
+        ]))
+    reduced = process(CTX, history)
+    at = next(i for i, m in enumerate(reduced) if injected_kind(m) == TURN_NOTE_KIND)
+    note = reduced[at]
+    assert reduced[at - 1] is question and note.parts[0].content.startswith("[turn note: ")
+    merged = ModelRequest(parts=[*question.parts, *note.parts])  # no metadata: as PydanticAI
+    later: list[ModelMessage] = [*reduced[: at - 1], merged, *reduced[at + 1 :]]
+    later.append(ModelResponse(parts=[TextPart("answer 0: done")]))
+    for t in range(1, 12):
+        later.append(ModelRequest(parts=[UserPromptPart(f"turn {t}: " + "word " * 200)]))
+        later.append(ModelResponse(parts=[TextPart(f"answer {t} " + "word " * 200)]))
+    result = process(CTX, later)
+    assert merged not in result
+    parts = [p for m in got if isinstance(m, ModelRequest) for p in m.parts]
+    assert not [p for p in parts if str(getattr(p, "content", "")).startswith("[turn note: ")]
+    assert [p for p in parts if getattr(p, "content", None) == "turn 0: do the steps"] == [
+        question.parts[0]
+    ]
 
 
 def test_with_nothing_to_prune_the_history_goes_on_unsplit() -> None:

@@ -13,7 +13,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from agentstate_reducer import MessageReducer, ReducerConfig, agent_config, validate_history
 from agentstate_reducer.edit import is_edited
-from agentstate_reducer.read import TURN_NOTE_KIND, injected_kind, message_id, package_note
+from agentstate_reducer.read import (
+    INJECTED_KEY,
+    TURN_NOTE_KIND,
+    injected_kind,
+    message_id,
+    package_note,
+)
 
 
 def turn(steps: int, words: int, *, args: int = 1, earlier: int = 0) -> list[Any]:
@@ -202,8 +208,6 @@ def test_one_warning_per_thread_names_the_turn_and_what_the_ladder_did(
     assert done in warned[1], warned[1]
 
 
-if __name__ == "__main__":  # pragma: no cover
-    pytest.main([__file__])
 
 
 def _converse_turn(steps: int, words: int) -> list[dict[str, Any]]:
@@ -246,3 +250,132 @@ def test_in_a_converse_history_the_note_joins_the_question_and_a_later_one_repla
     steps = first.turn_steps_dropped + second.turn_steps_dropped
     assert notes[0].startswith(f"[turn note: {steps} earlier steps")
 
+
+
+def _later_turns(first: int, turns: int, words: int) -> list[dict[str, Any]]:
+    """Answered questions after a turn, in Converse's shape."""
+    out: list[dict[str, Any]] = []
+    for t in range(first, first + turns):
+        out.append({"role": "user", "content": [{"text": f"turn {t}: " + "word " * words}]})
+        out.append({"role": "assistant", "content": [{"text": f"answer {t} " + "word " * words}]})
+    return out
+
+
+def _holding_notes(handed: list[Any]) -> list[str]:
+    return [repr(m)[:120] for m in handed if "[turn note: " in repr(m)]
+
+
+def test_a_question_a_note_joined_goes_over_as_it_was_asked() -> None:
+    # In a Converse history the note joins the question's message; when a later turn
+    # prunes that turn, the hooks get the question without the note, once.
+    handed: list[Any] = []
+    reducer = MessageReducer(config=agent_config(
+        provider="bedrock", max_tokens=600, target_tokens=400, token_counter="approximate",
+        on_prune=[lambda pruned, namespace: handed.extend(pruned)],
+    ))
+    first = reducer.reduce(_converse_turn(12, 60))
+    assert first.turn_steps_dropped and len(_notes([first.surviving[0]])) == 1
+    answer = {"role": "assistant", "content": [{"text": "answer 0: done"}]}
+    later = reducer.reduce([*first.surviving, answer, *_later_turns(1, 3, 60)])
+    assert not any("turn 0: go" in repr(m) for m in later.surviving)
+    assert not _holding_notes(handed), _holding_notes(handed)
+    asked = [m for m in handed if m["role"] == "user" and "turn 0: go" in repr(m)]
+    assert asked == [{"role": "user", "content": [{"text": "turn 0: go"}]}]
+    again = reducer.reduce(later.surviving)
+    assert again.surviving == later.surviving and not again.pruned
+
+
+def _unmarked(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` as a store keeping the provider's fields only gives it back."""
+    return {k: v for k, v in message.items() if k not in (INJECTED_KEY, "id")}
+
+
+def test_a_note_that_lost_its_marker_never_reaches_the_hooks() -> None:
+    # The note comes back unmarked (a store that keeps only the API's fields): read by
+    # its wording, it is still the package's own when a later turn prunes it; a user
+    # message that only starts like one is conversation.
+    handed: list[Any] = []
+    reducer = MessageReducer(config=agent_config(
+        max_tokens=3000, target_tokens=2000, token_counter="approximate",
+        on_prune=[lambda pruned, namespace: handed.extend(pruned)],
+    ))
+    history = [
+        {"role": "system", "content": "work through the steps"},
+        {"role": "user", "content": "[turn note: not one, just how I start]"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "turn 0: please work through the steps"},
+    ]
+    for k in range(120):
+        call = {"id": f"c{k}", "type": "function",
+                "function": {"name": "step", "arguments": f'{{"query": "0.{k}"}}'}}
+        history.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        history.append({"role": "tool", "tool_call_id": f"c{k}",
+                        "content": f"r{k} " + "lorem ipsum " * 250})
+    first = reducer.reduce(history)
+    assert first.turn_steps_dropped
+    note = f"[turn note: {first.turn_steps_dropped} earlier steps"
+    stored = [
+        _unmarked(m) if injected_kind(m) == TURN_NOTE_KIND else m for m in first.surviving
+    ]
+    assert sum(str(m.get("content")).startswith(note) for m in stored) == 1
+    assert not any(injected_kind(m) for m in stored)
+    before = len(handed)
+    later = [*stored, {"role": "assistant", "content": "answer 0: done"}]
+    for t in range(1, 12):
+        later += [{"role": "user", "content": f"turn {t}: " + "word " * 200},
+                  {"role": "assistant", "content": f"answer {t} " + "word " * 200}]
+    result = reducer.reduce(later)
+    assert not any("turn 0:" in str(m.get("content")) for m in result.surviving)
+    gone = handed[before:]
+    assert gone and not [m for m in gone if str(m.get("content")).startswith(note)]
+    contents = [m.get("content") for m in handed]
+    assert contents.count("turn 0: please work through the steps") == 1
+    assert contents.count("[turn note: not one, just how I start]") == 1
+
+
+
+def _chat_turn(steps: int, words: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"role": "system", "content": "work through the steps"},
+        {"role": "user", "content": "turn 0: please work through the steps"},
+    ]
+    for k in range(steps):
+        call = {"id": f"c{k}", "type": "function",
+                "function": {"name": "step", "arguments": f'{{"query": "0.{k}"}}'}}
+        out.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        out.append({"role": "tool", "tool_call_id": f"c{k}",
+                    "content": f"r{k} " + "lorem ipsum " * words})
+    return out
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["marked", "unmarked"])
+def test_a_turn_note_is_never_summarised(marked: bool) -> None:
+    batches: list[list[Any]] = []
+
+    def summarize(pruned: list[Any]) -> str:
+        batches.append(list(pruned))
+        return "the steps of turn 0 were done"
+
+    reducer = MessageReducer(config=agent_config(
+        max_tokens=3000, target_tokens=2000, token_counter="approximate",
+        summarize_fn=summarize, inject_summary=True,
+    ))
+    first = reducer.reduce(_chat_turn(120, 250))
+    assert first.turn_steps_dropped
+    stored = [
+        m if marked or injected_kind(m) != TURN_NOTE_KIND else _unmarked(m)
+        for m in first.surviving
+    ]
+    later = [*stored, {"role": "assistant", "content": "answer 0: done"}]
+    for t in range(1, 12):
+        later += [{"role": "user", "content": f"turn {t}: " + "word " * 200},
+                  {"role": "assistant", "content": f"answer {t} " + "word " * 200}]
+    result = reducer.reduce(later)
+    assert not any("turn 0:" in str(m.get("content")) for m in result.surviving)
+    given = [str(m.get("content")) for batch in batches for m in batch]
+    assert "turn 0: please work through the steps" in given
+    assert not [c for c in given if "[turn note: " in c]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    pytest.main([__file__])

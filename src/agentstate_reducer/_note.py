@@ -14,9 +14,11 @@ from ._turns import Turn
 from .read import (
     HUMAN,
     INJECTED_KEY,
+    MERGED_NOTE_KEY,
     TOOL_ARGS_PART,
     TOOL_RESULT_PART,
     TURN_NOTE_KIND,
+    TURN_NOTE_PREFIX,
     EditablePart,
     MessageRecord,
     injected_kind,
@@ -26,6 +28,7 @@ from .read import (
     message_id,
     native_provider,
     package_note,
+    turn_note_header,
     with_content,
     with_text_appended,
     write_message,
@@ -45,8 +48,8 @@ __all__ = (
     "note_tokens",
 )
 
-#: A note's text starts with this.
-NOTE_PREFIX = "[turn note: "
+#: A note's text starts with this (the reader knows its wording: ``read/notes.py``).
+NOTE_PREFIX = TURN_NOTE_PREFIX
 #: Arguments are shown up to this many characters (the rest can be read back).
 ARGS_CHARS = 100
 #: A handle as a placeholder names it, for sizing an entry whose handle is not known yet.
@@ -77,16 +80,10 @@ def entry_tokens(entry: Entry) -> int:
     return approximate_text_tokens(entry_line((tool, args, handle or HANDLE_SIZE))) + 1
 
 
-def _header(steps: int) -> str:
-    noun = "step" if steps == 1 else "steps"
-    return (
-        f"{NOTE_PREFIX}{steps} earlier {noun} of this turn left the context to save space; "
-        "they were done, and each result can be read back by its handle."
-    )
-
-
 #: Tokens of a note's header and closing line, whatever the number of steps.
-_FRAME = approximate_text_tokens(_header(10_000) + "\n- and 10000 earlier calls: x\n]") + 4
+_FRAME = approximate_text_tokens(
+    turn_note_header(10_000) + "\n- and 10000 earlier calls: x\n]"
+) + 4
 
 
 def note_cap(target: int) -> int:
@@ -122,7 +119,7 @@ def note_text(steps: int, entries: Sequence[Entry], cap: int) -> str:
             tools[tool] = tools.get(tool, 0) + 1
         counted = ", ".join(f"{tool} x{n}" for tool, n in tools.items())
         lines.insert(0, f"- and {len(rest)} earlier calls: {counted}")
-    return "\n".join([_header(steps), *lines]) + "]"
+    return "\n".join([turn_note_header(steps), *lines]) + "]"
 
 
 def _note_entries(
@@ -226,7 +223,7 @@ def turn_note(
 
 #: Where a turn note merged into a user message keeps what a later note carries on (a
 #: key of the package's marker that is no injected kind: the message stays conversation).
-_MERGED = "turn_note"
+_MERGED = MERGED_NOTE_KEY
 
 
 def _merges(

@@ -57,9 +57,17 @@ def _as_it_was(item: Any) -> Any:
 
 def _written(item: Any) -> bool:
     """An item holding what the package wrote: a placeholder or a turn note."""
-    return _turn_note(item) or any(
-        mark in _key(item) for mark in ('"[cleared: ', '"[offloaded: ')
-    )
+    return _turn_note(item) or _placeholder(item)
+
+
+def _placeholder(item: Any) -> bool:
+    """An item holding a cleared or offloaded placeholder."""
+    return any(mark in _key(item) for mark in ('"[cleared: ', '"[offloaded: '))
+
+
+def _holds_note(item: Any) -> bool:
+    """An item holding a turn note's text anywhere (marked, unmarked, or in a copy)."""
+    return "[turn note: " in _key(item)
 
 
 def _turn_note(item: Any) -> bool:
@@ -164,6 +172,19 @@ class TurnModel(Model):
         raise NotImplementedError("the scenarios do not stream")
 
 
+class ResponsesOnlySession(SQLiteSession):
+    """A session that stores what the Responses API takes: the package's marker (on a
+    summary, a turn note, an edited copy) is not among its fields, so it is dropped, as a
+    store that keeps items in the API's own types (or on the server) drops it."""
+
+    async def add_items(self, items: list[Any]) -> None:
+        await super().add_items([
+            {k: v for k, v in i.items() if k != "agentstate_reducer"} if isinstance(i, dict)
+            else i
+            for i in items
+        ])
+
+
 @dataclass
 class Deliveries:
     got: list[tuple[Any, Any]] = field(default_factory=list)
@@ -189,6 +210,8 @@ class Scenario:
     words: int = 12
     parallel: int = 1
     chain: bool = False
+    #: The inner session: ``SQLiteSession``, or one keeping the Responses API's fields only.
+    store: type[SQLiteSession] = SQLiteSession
 
 
 SCENARIOS = [
@@ -202,6 +225,16 @@ SCENARIOS = [
     Scenario(
         "both 3000/2000 tokens, oversized outputs", "both", 4, tokens(3000, 2000), 4000,
         chain=True,
+    ),
+    # The same where the store drops the marker: the turn notes the session stored come
+    # back as plain user items, to the session and to the input filter.
+    Scenario(
+        "session 3000/2000 tokens, oversized outputs, Responses-only store", "session", 4,
+        tokens(3000, 2000), 4000, chain=True, store=ResponsesOnlySession,
+    ),
+    Scenario(
+        "both 3000/2000 tokens, oversized outputs, Responses-only store", "both", 4,
+        tokens(3000, 2000), 4000, chain=True, store=ResponsesOnlySession,
     ),
 ]
 
@@ -220,7 +253,7 @@ async def test_every_turn_finishes_with_each_tool_run_once(scenario: Scenario) -
 
     reducer = MessageReducer(config=replace(scenario.config, on_prune=[out.hook]))
     agent = Agent(name="worker", instructions=INSTRUCTIONS, model=model, tools=[step])
-    session: Any = SQLiteSession("alice")
+    session: Any = scenario.store("alice")
     if scenario.approach != "filter":
         session = ReducingSession(session, reducer)
     run_config = RunConfig(
@@ -254,6 +287,10 @@ async def test_every_turn_finishes_with_each_tool_run_once(scenario: Scenario) -
     # Each pruned item reached the hooks once, under the session's namespace, and every
     # item of the conversation is stored or was handed over.
     assert {ns for ns, _ in out.got} == {("memories", "alice")}
+    # A turn note is the package's own, marked or not (the Responses API takes no marker,
+    # so the note the session stored reaches the input filter without one): never handed.
+    noted = [_key(item)[:120] for _, item in out.got if _holds_note(item)]
+    assert not noted, noted[:3]
     handed = [_key(item) for _, item in out.got]
     assert len(handed) == len(set(handed))
     every = {_key(i) for c in [*model.contexts, model.produced] for i in c if not _turn_note(i)}
@@ -266,12 +303,12 @@ async def test_every_turn_finishes_with_each_tool_run_once(scenario: Scenario) -
         # An edited original goes over with the package's note and its handle as id.
         was = {_key(_as_it_was(item)) for _, item in out.got}
         assert every <= kept | set(handed) | was
-        # What else went over: an edited original, or what the package wrote that a later
-        # request no longer held: a copy the session stored with a placeholder in it (its
-        # original went over when it was made), or the session's turn note, which reaches
-        # the input filter without its marker (the Responses API takes no extra key).
+        # What else went over: an edited original, or a copy the session stored with a
+        # placeholder in it that a later request no longer held (its original went over
+        # when it was made); never a turn note.
         extra = [i for _, i in out.got if _key(i) not in every | kept]
         assert all(_as_it_was(i) is not i or _written(i) for i in extra)
+        assert all(_as_it_was(i) is not i or _placeholder(i) for i in extra)
         if scenario.config.max_tokens is None:
             assert scenario.config.max_messages is not None
             # The window, the turn the SDK was in when it last added items, the first item.

@@ -253,6 +253,10 @@ async def test_every_turn_finishes_with_each_tool_run_once(scenario: Scenario) -
     assert conversation and {ns for ns, _ in out.got} == {("memories", conversation)}
     handed = [repr(p) for _, m in out.got for p in m.parts]
     assert len(handed) == len(set(handed))
+    # A turn note is the package's own, also merged into the question's request (where
+    # PydanticAI drops its marker): the request goes over without it, never the note.
+    noted = [p[:120] for p in handed if "[turn note: " in p]
+    assert not noted, noted[:3]
     kept = {repr(p) for m in history for p in m.parts}
     assert not kept & set(handed)
     # What the package wrote is left out: a turn note (PydanticAI merges it into the

@@ -104,7 +104,7 @@ async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
         f"({budget} + latest step {requests.largest_step}), over: {len(requests.over)}, "
         f"with a turn note: {policy.noted}, invalid: {dict(requests.invalid) or 0}, lost question: "
         f"{policy.lost_question}, handed to the hooks: {sum(delivered.counts.values())} "
-        f"(twice: {len(delivered.twice)})"
+        f"(twice: {len(delivered.twice)}, turn notes: {len(delivered.notes)})"
     )
     assert agent.reruns == 0 and len(agent.runs) == needed
     assert policy.lost_question == 0 and policy.wrong_turn == 0
@@ -113,3 +113,4 @@ async def test_a_turn_over_the_budget_finishes_without_a_tool_run_twice(
     assert not requests.over, requests.over[:3]
     assert not requests.invalid, requests.examples
     assert not delivered.twice, delivered.twice[:3]  # each original and message once
+    assert not delivered.notes, delivered.notes[:3]  # the package's own: never handed

@@ -204,9 +204,14 @@ class Deliveries:
     handle, a pruned message by its id (PydanticAI: its repr; SDK items: their JSON)."""
 
     counts: Counter[str] = field(default_factory=Counter)
+    #: What reached the hooks holding a turn note's text (never conversation).
+    notes: list[str] = field(default_factory=list)
 
     def __call__(self, pruned: list[Any], namespace: Any) -> None:
         for m in pruned:
+            text = json.dumps(m, default=str) if isinstance(m, dict) else repr(m)
+            if NOTE_PREFIX in text:
+                self.notes.append(text)
             note = package_note(m)
             if note is not None:
                 key = f"{note.get('edit')} {note.get('handle')}"

@@ -20,8 +20,9 @@ By job: ``fields`` (where fields live, roles), ``record`` (the record, the Shape
 ``chat`` (the reader and its one fast path), ``pydantic_ai``, ``responses``, ``gemini``,
 ``bedrock``, ``agent_framework`` (the other shape families),
 ``parts`` (what a record says of its parts),
-``markers`` (injected messages), ``write`` (new messages, edited copies, synthetic
-results), ``requests`` (provider requests).
+``markers`` (injected messages), ``notes`` (the turn note's wording, the note read by it),
+``write`` (new messages, edited copies, synthetic results), ``requests`` (provider
+requests).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ from .markers import (
     is_summary,
     package_note,
     summary_covers,
+)
+from .notes import (
+    MERGED_NOTE_KEY,
+    TURN_NOTE_PREFIX,
+    is_turn_note_text,
+    turn_note_header,
+    without_turn_note,
 )
 from .parts import (
     call_signatures,
@@ -146,6 +154,7 @@ __all__ = (
     "INTERRUPTED_RESULT",
     "MAX_DEPTH",
     "MEDIA_PART",
+    "MERGED_NOTE_KEY",
     "OTHER_PART",
     "PACKAGE_NOTE",
     "PRUNABLE_ROLES",
@@ -159,6 +168,7 @@ __all__ = (
     "TOOL_RESULT_PART",
     "TOOL_USE_PART",
     "TURN_NOTE_KIND",
+    "TURN_NOTE_PREFIX",
     "CHAT",
     "NO_EXTRAS",
     "EditablePart",
@@ -175,6 +185,7 @@ __all__ = (
     "injected_mark",
     "is_injected",
     "is_summary",
+    "is_turn_note_text",
     "make_record",
     "editable_body",
     "editable_size",
@@ -213,8 +224,10 @@ __all__ = (
     "text_block",
     "too_deep",
     "too_deep_among",
+    "turn_note_header",
     "with_content",
     "with_parts",
     "with_text_appended",
     "without_reasoning",
+    "without_turn_note",
 )

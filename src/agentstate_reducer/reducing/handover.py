@@ -15,7 +15,7 @@ from ..edit import ContextEdit
 from ..errors import OutboxError, UnstorableError
 from ..hooks import NOT_DELIVERED, context_keys, delivery_key
 from ..plan import UNSTORED_ORIGINAL
-from ..read import is_injected, message_id, raw_message_id
+from ..read import MessageRecord, is_injected, message_id, raw_message_id, without_turn_note
 from .effects import _Effect, _Hand, _Refused
 from .lists import _rebuilt
 from .prepare import Prepared
@@ -46,6 +46,7 @@ class _Places:
         edits: tuple[ContextEdit, ...],
         messages: list[Any],
         added: list[Any],
+        read: dict[int, MessageRecord] | None = None,
     ) -> None:
         #: ``existing + new``, as the reduce was given them.
         self._inputs = inputs
@@ -53,6 +54,12 @@ class _Places:
         #: The list the plan saw (edited copies, synthetic results), and the synthetic ones.
         self._messages = messages
         self._added = added
+        #: The records the reduce read of the pruned messages, by ``id()``.
+        self._read = read or {}
+
+    def record(self, message: object) -> MessageRecord | None:
+        """The record the reduce read of ``message``, if it read one."""
+        return self._read.get(id(message))
 
     def of(self, message: object) -> int | None:
         for i, m in enumerate(self._inputs):
@@ -127,7 +134,9 @@ def hand_over(
     summary block, for what the survivors then say of the budget)."""
     edits = prepared.edits
     if handed:
-        places = _Places(inputs, edits, prepared.messages, prepared.added)
+        messages, plan, memo = prepared.messages, prepared.plan, prepared.memo
+        read = None if memo is None else {id(messages[i]): memo[0][i] for i in plan.pruned}
+        places = _Places(inputs, edits, messages, prepared.added, read)
         yield from reducer._hand_over(handed, namespace, places, edits)
     if edits and reducer.config.on_prune:
         unstored = reducer._unstored(result, prepared.messages, edits, namespace)
@@ -140,12 +149,24 @@ class _HandingOver(_Summarising):
     """The ledger and the hooks of a reduce."""
 
     def _claim(
-        self, pruned: list[Any], namespace: Any, places: _Places
+        self, pruned: list[Any], namespace: Any, places: _Places, sent: dict[int, Any]
     ) -> tuple[list[Any], list[Hashable] | None]:
-        """What of ``pruned`` was never delivered, claimed, with its ledger keys."""
-        # A summary (or its acknowledgement) this package injected is not conversation:
-        # long-term memory never receives it.
-        conversation = [m for m in pruned if not is_injected(m)]
+        """What of ``pruned`` was never delivered, claimed, with its ledger keys; in
+        ``sent``, what the hooks get in place of a message a turn note was merged into."""
+        # A summary, its acknowledgement or a turn note the package wrote is not
+        # conversation: long-term memory never receives it, nor a note that lost its
+        # marker (read by its wording), nor one merged into the question's message
+        # (which goes over as it was asked, claimed under its own key).
+        conversation = []
+        for m in pruned:
+            if is_injected(m):
+                continue
+            asked = without_turn_note(m, places.record(m))
+            if asked is None:
+                continue
+            if asked is not m:
+                sent[id(m)] = asked
+            conversation.append(m)
         if self._ledger is None or not conversation:
             return conversation, None
         keys = places.keys(conversation, namespace)
@@ -175,11 +196,13 @@ class _HandingOver(_Summarising):
         is done."""
         originals = {id(e.original) for e in edits}
         pruned = [m for m in handed if id(m) not in originals]
-        deliver, keys = self._claim(pruned, namespace, places)
+        sent: dict[int, Any] = {}
+        deliver, keys = self._claim(pruned, namespace, places, sent)
         fresh = self._handoffs.claim([e.original for e in edits], namespace) if edits else []
-        batch = [*deliver, *(m for m, _ in fresh)]
-        if not batch:
+        claimed = [*deliver, *(m for m, _ in fresh)]
+        if not claimed:
             return
+        batch = [sent.get(id(m), m) for m in claimed] if sent else claimed
         done = False
         receipts: list[Future[Any]] = []
         try:
@@ -188,7 +211,7 @@ class _HandingOver(_Summarising):
                 try:
                     got = yield _Hand(i, hook, batch, namespace)
                 except UnstorableError as exc:
-                    _raise_placed(exc, batch, places)
+                    _raise_placed(exc, claimed, places)
                 except (OutboxError, _Refused):
                     raise
                 except Exception as exc:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from ..config import ReducerResult
 from ..plan import Plan
-from ..read import is_injected, reply_text
+from ..read import TURN_NOTE_KIND, injected_kind, is_injected, reply_text, without_turn_note
 from ..summary import (
     DEFAULT_SUMMARY_TOKENS,
     covered,
@@ -60,10 +60,19 @@ class _Summarising(_Preparing):
         """What ``summarize_fn`` gets, or ``None`` when this reduce needs no summary."""
         if self.config.summarize_fn is None or not plan.pruned:
             return None
-        pruned = [messages[i] for i in plan.pruned]
-        if self.config.inject_summary and all(is_injected(m) for m in pruned):
+        # A turn note is never summarised: marked, read by its wording, or merged into
+        # the question's message (which is summarised as it was asked).
+        batch = []
+        for i in plan.pruned:
+            m = messages[i]
+            if injected_kind(m) == TURN_NOTE_KIND:
+                continue
+            asked = m if is_injected(m) else without_turn_note(m)
+            if asked is not None:
+                batch.append(asked)
+        if not batch or (self.config.inject_summary and all(map(is_injected, batch))):
             return None  # only a previous summary would go: it is never re-summarised alone
-        return pruned
+        return batch
 
     def _outcome(
         self, messages: list[Any], plan: Plan, text: str | None, failed: bool
