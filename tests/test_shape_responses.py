@@ -521,3 +521,26 @@ def test_the_plain_item_reader_gives_the_full_reader_s_record(item: dict[str, An
     assert _read_or_error(m.read_message, item) == _read_or_error(
         m.read_message, MappingProxyType(item)
     )
+
+
+_kinds = st.sampled_from([_user, _reasoning, _call, _output, _answer, _compaction,
+                          lambda: {"type": "web_search_call", "id": "ws_1"}])
+
+
+@settings(max_examples=300, deadline=None)
+@given(makers=st.lists(_kinds, max_size=14))
+def test_response_units_are_the_runs_of_joined_neighbours(makers: list[Any]) -> None:
+    """Each unit is a maximal run of two or more items, each joining the one before it;
+    the latest boundary is the last compaction item."""
+    from agentstate_reducer._links import _boundary, _joins
+
+    views = m.read_messages([make() for make in makers])
+    runs, begin = [], 0
+    for j in range(1, len(views) + 1):
+        if j == len(views) or not _joins(views[j - 1], views[j]):
+            if j - begin > 1:
+                runs.append((begin, j))
+            begin = j
+    assert response_units(views) == tuple(runs)
+    boundaries = [i for i, v in enumerate(views) if v.group == m.GROUP_BOUNDARY]
+    assert _boundary(views) == (boundaries[-1] if boundaries else None)

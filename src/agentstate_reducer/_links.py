@@ -5,12 +5,16 @@ their calls that the plan, ``trim`` and ``validate`` share."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Protocol
 
 from ._turns import _plain_human
 from .read import AI, GROUP_BOUNDARY, GROUP_OUTPUT, GROUP_REASONING, MessageRecord, record_group
 
 _group = record_group
+_role = attrgetter("role")
+#: Groups of an item that continues the ai item before it (see :func:`_joins`).
+_CONTINUING = (GROUP_OUTPUT, GROUP_REASONING)
 
 
 def _joins(before: MessageRecord, after: MessageRecord) -> bool:
@@ -40,16 +44,22 @@ def response_start(views: Sequence[MessageRecord], i: int, floor: int = 0) -> in
 
 
 def _units(views: Sequence[MessageRecord]) -> tuple[tuple[int, int], ...]:
+    # _joins() of each neighbouring pair, on the roles and groups read at C level.
+    roles = list(map(_role, views))
+    groups = list(map(_group, views))
     out = []
-    n = len(views)
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and _joins(views[j], views[j + 1]):
-            j += 1
-        if j > i:
-            out.append((i, j + 1))
-        i = j + 1
+    begin = -1  # the first item of the response being read, or -1
+    for j in range(1, len(groups)):
+        if roles[j] == AI and roles[j - 1] == AI and (
+            groups[j - 1] == GROUP_REASONING or groups[j] in _CONTINUING
+        ):
+            if begin < 0:
+                begin = j - 1
+        elif begin >= 0:
+            out.append((begin, j))
+            begin = -1
+    if begin >= 0:
+        out.append((begin, len(groups)))
     return tuple(out)
 
 
@@ -59,9 +69,10 @@ def _boundary(views: Sequence[MessageRecord]) -> int | None:
 
 
 def _latest_boundary(views: Sequence[MessageRecord]) -> int | None:
-    return next(
-        (i for i in range(len(views) - 1, -1, -1) if views[i].group == GROUP_BOUNDARY), None
-    )
+    groups = list(map(_group, views))
+    if GROUP_BOUNDARY not in groups:
+        return None
+    return len(groups) - 1 - groups[::-1].index(GROUP_BOUNDARY)
 
 
 def dangling_calls(views: Sequence[MessageRecord]) -> tuple[tuple[int, tuple[str, ...]], ...]:
