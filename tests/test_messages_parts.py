@@ -595,3 +595,29 @@ def test_a_responses_message_item_reads_as_the_general_walk_reads_it(
             return type(exc), str(exc)
 
     assert read(message) == read(MappingProxyType(message))
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+    | st.sampled_from([1j, b"x", frozenset({1})]),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner)
+    | st.dictionaries(st.text(max_size=3) | st.integers() | st.booleans(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_json_values)
+def test_arguments_are_billed_as_json_dumps_writes_them(value: Any) -> None:
+    """The encoder built once writes what json.dumps writes; a cycle bills as str()."""
+    import json
+
+    from agentstate_reducer.read.fields import _json
+
+    expected = value if isinstance(value, str) else json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), default=str
+    )
+    assert _json(value) == expected
+    cycle: list[Any] = [value]
+    cycle.append(cycle)
+    assert _json(cycle) == str(cycle)

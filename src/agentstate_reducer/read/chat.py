@@ -291,7 +291,10 @@ def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
     if raw is None:
         if "data" in message or "kwargs" in message:
             return None  # messages_to_dict / dumpd shapes keep fields one level down
-        return _read_fields(message.get, message.get("type"))
+        kind = message.get("type")
+        if type(kind) is not str or kind not in _ALIASES:
+            return None  # what _read_fields would find (a Responses item, say)
+        return _read_fields(message.get, kind)
     role = _ALIASES.get(raw) if type(raw) is str else None
     if role is None:
         return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ._field import FieldError as _FieldError
@@ -184,9 +184,37 @@ def _dedupe(ids: Iterable[str]) -> tuple[str, ...]:
 _to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
+def _c_encoder() -> Callable[[object, int], Sequence[str]] | None:
+    """The C encoder :data:`_to_json` builds anew on every call, built once and without a
+    cycle check (so it holds no state), or ``None`` where it is missing or encodes
+    otherwise (checked on a probe)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encode = make(None, str, json.encoder.encode_basestring, None, ":", ",", False, False,
+                      True)
+        probe = {"a": [1, 2.5, None, True, "é\n\"", float("inf")], "b": {3: ()}, "c": {1j}}
+        if "".join(encode(probe, 0)) != _to_json(probe):
+            return None
+    except Exception:
+        return None
+    return encode  # type: ignore[no-any-return]
+
+
+#: Half of a short JSON's cost is building the encoder; arguments and Gemini responses
+#: are made JSON once a message.
+_C_JSON = _c_encoder()
+
+
 def _json(value: object) -> str:
     if isinstance(value, str):
         return value
+    if _C_JSON is not None:
+        try:
+            return "".join(_C_JSON(value, 0))
+        except Exception:  # a cycle (RecursionError here), or too deep: as _to_json does
+            pass
     try:
         return _to_json(value)
     except (TypeError, ValueError):

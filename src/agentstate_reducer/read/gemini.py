@@ -423,6 +423,12 @@ def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
     ident = content.get("id")
     if role is None or (ident is not None and type(ident) is not str):
         return None
+    if len(parts) == 1 and type(parts[0]) is dict and "text" in parts[0]:  # the commonest
+        text = parts[0]["text"]
+        if type(text) is not str:
+            return None
+        extras = _new(Extras, (None, (text,) if text else (), (), None, (), 0, (), shape))
+        return _new(MessageRecord, (role, ident or None, (), (), None, extras))
     texts: list[str] = []
     found: list[tuple[bool, str | None, str, dict[str, Any]]] = []
     for part in parts:

@@ -303,14 +303,21 @@ class _ResponsesShape(Shape):
         self.group = group
 
     def read(self, message: object, index: int) -> MessageRecord | None:
-        kind = item_type(message)
-        if kind is None:
-            return None
-        assert isinstance(message, Mapping)
-        if type(message) is dict:
+        if type(message) is dict:  # item_type(), inline: most dicts the reader asks are items
+            if message.get("role") is not None:
+                return None
+            kind = message.get("type")
+            if type(kind) is not str or kind not in ITEM_TYPES:
+                return None
             plain = _read_plain(message, kind)
             if plain is not None:
                 return plain
+        else:
+            found = item_type(message)
+            if found is None:
+                return None
+            kind = found
+        assert isinstance(message, Mapping)
         role, ident, calls, answers = read_item(message, kind)
         texts, billed_calls, answered, media = billed(message, kind)
         extras = Extras(
