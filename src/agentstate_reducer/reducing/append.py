@@ -23,7 +23,7 @@ def append(
     copies of it), else ``None``.
 
     The list must hold the same messages in the same order, each with the same or
-    equal top-level fields (see :func:`_unchanged`), followed by the new ones. Then
+    equal top-level fields (see :func:`~.chains._unchanged`), followed by the new ones. Then
     only the new messages are read and counted (see :func:`plan.plan_append`); usage
     one of them reports is learned here, and the plan uses the budget it leaves.
     """
@@ -100,6 +100,9 @@ def append(
 
 
 def _settle(reducer: _Remembering, chain: _Chain, budget: ReducerConfig) -> Settled | None:
+    """The settled state of ``chain``'s history (see :func:`~agentstate_reducer.plan.settle`),
+    its records read again if they were dropped, remembered with it; ``None`` when
+    planning could prune the history or editing would change it."""
     views, counts = chain.views, chain.counts
     token_mode = reducer.config.token_mode and reducer._token_counts is not None
     if views is None or (token_mode and counts is None):
