@@ -542,9 +542,10 @@ def _read(message: object, index: int) -> MessageRecord:
     fields: Any
     if type(message) is dict or isinstance(message, Mapping):
         # No dict shape reads a dict with a role and typed content blocks.
-        plain = _read_message_item(message) if type(message) is dict else None
-        if plain is not None:
-            return plain
+        if type(message) is dict and type(message.get("content")) is list:
+            plain = _read_message_item(message)
+            if plain is not None:
+                return plain
         for shape in _DICT_SHAPES:
             record = shape.read(message, index)
             if record is not None:

@@ -460,7 +460,18 @@ def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
     calls: tuple[str, ...] = ()
     answers: tuple[str, ...] = ()
     billed_calls: tuple[tuple[str, str], ...] = ()
-    if found:
+    if len(found) == 1:  # one call or one response: no name counted twice
+        call, given, name, body = found[0]
+        key = given or f"{name}#0"
+        if call:
+            billed_calls = ((name, _json(body.get("args") or {})),)
+            calls = (key,) if role == AI else ()
+        else:
+            response = body.get("response")
+            if response is not None:
+                texts.append(_json(response))
+            answers = (key,) if role == HUMAN else ()
+    elif found:
         issued: dict[str, None] = {}
         answered: dict[str, None] = {}
         seen: dict[tuple[bool, str], int] = {}
