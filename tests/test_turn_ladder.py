@@ -377,5 +377,46 @@ def test_a_turn_note_is_never_summarised(marked: bool) -> None:
     assert not [c for c in given if "[turn note: " in c]
 
 
+
+def test_a_note_that_lost_its_marker_is_carried_on_by_the_next_drop() -> None:
+    # Read by its wording, the unmarked note is the turn's note: the next drop rewrites it
+    # (its steps and calls carried on) instead of writing a second one beside it.
+    reducer = ladder(3000, 2000)
+    history = _chat_turn(60, 250)
+    first = reducer.reduce(history)
+    assert first.turn_steps_dropped
+    stored = [_unmarked(m) if injected_kind(m) == TURN_NOTE_KIND else m for m in first.surviving]
+    again = reducer.reduce(stored)  # nothing more to drop: nothing changes
+    assert again.surviving == stored and not again.pruned
+    more = [*stored, *_chat_turn(90, 250)[len(history):]]
+    second = reducer.reduce(more)
+    notes = [m for m in second.surviving if "[turn note: " in str(m.get("content"))]
+    assert len(notes) == 1 and injected_kind(notes[0]) == TURN_NOTE_KIND
+    steps = first.turn_steps_dropped + second.turn_steps_dropped
+    assert notes[0]["content"].startswith(f"[turn note: {steps} earlier steps")
+    marked = reducer.reduce([*first.surviving, *_chat_turn(90, 250)[len(history):]])
+    assert [m.get("content") for m in marked.surviving] == [
+        m.get("content") for m in second.surviving
+    ]
+
+
+def test_in_a_converse_history_a_note_that_lost_its_record_is_replaced() -> None:
+    reducer = MessageReducer(config=agent_config(
+        provider="bedrock", max_tokens=600, target_tokens=400, token_counter="approximate"
+    ))
+    history = _converse_turn(12, 60)
+    first = reducer.reduce(history)
+    # The question the note joined, as a store that keeps Converse's fields gives it back.
+    stored = [_unmarked(first.surviving[0]), *first.surviving[1:]]
+    assert INJECTED_KEY not in stored[0] and len(_notes([stored[0]])) == 1
+    second = reducer.reduce([*stored, *_converse_turn(20, 60)[len(history):]])
+    assert second.turn_steps_dropped
+    assert validate_history(second.surviving, provider="bedrock") == []
+    notes = _notes(second.surviving)
+    assert len(notes) == 1 and second.surviving[0]["content"][0] == {"text": "turn 0: go"}
+    steps = first.turn_steps_dropped + second.turn_steps_dropped
+    assert notes[0].startswith(f"[turn note: {steps} earlier steps")
+
+
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])

@@ -5,6 +5,7 @@ dropped them (:func:`turn_note`, the ladder's last rung)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from .read import (
     MessageRecord,
     injected_kind,
     injected_mark,
+    is_turn_note_text,
     match_shape,
     message_content,
     message_id,
@@ -31,6 +33,7 @@ from .read import (
     turn_note_header,
     with_content,
     with_text_appended,
+    without_turn_note,
     write_message,
 )
 from .tokens import approximate_text_tokens
@@ -180,20 +183,25 @@ def turn_note(
     # before the first step instead of going in after it.
     before = at - 1
     host = before if before >= 0 and _merges(messages, views, first, before) else None
-    earlier = None if host is None else _merged_note(messages[host])
+    earlier = None if host is None else _merged_note(messages[host], views[host])
     if earlier is not None:
         entries.extend(tuple(e) for e in earlier.get("entries", ()))
         steps += int(earlier.get("steps", 0))
         ident = earlier.get("id")
     else:
         for i in range(turn.body, len(messages)):
-            if injected_kind(messages[i]) == TURN_NOTE_KIND:
+            kind = injected_kind(messages[i])
+            if kind == TURN_NOTE_KIND:
                 mark = injected_mark(messages[i]) or {}
-                entries.extend(tuple(e) for e in mark.get("entries", ()))
-                steps += int(mark.get("steps", 0))
-                at, replaces = i, True
-                ident = message_id(messages[i]) or mark.get("id")
-                break
+            elif kind is None and without_turn_note(messages[i], views[i]) is None:
+                mark = _read_back(views[i])  # a note that lost its marker: by its wording
+            else:
+                continue
+            entries.extend(tuple(e) for e in mark.get("entries", ()))
+            steps += int(mark.get("steps", 0))
+            at, replaces = i, True
+            ident = message_id(messages[i]) or mark.get("id")
+            break
     for step in turn.steps[:dropped]:
         entries.extend(_note_entries(messages, views, step))
     if ident is None:
@@ -242,17 +250,55 @@ def _merges(
     )
 
 
-def _merged_note(message: Any) -> Mapping[str, Any] | None:
-    """What a turn note merged into ``message`` recorded, or ``None``."""
+def _merged_note(message: Any, view: MessageRecord) -> Mapping[str, Any] | None:
+    """What a turn note merged into ``message`` recorded (read back from its wording when
+    that record is gone), or ``None``."""
     if not isinstance(message, Mapping):
         return None
     found = package_note(message)
     data = None if found is None else found.get(_MERGED)
-    return data if isinstance(data, Mapping) else None
+    if isinstance(data, Mapping):
+        return data
+    return _read_back(view) if without_turn_note(message, view) is not message else None
+
+
+_STEPS = re.compile(re.escape(TURN_NOTE_PREFIX) + r"([0-9]+) earlier step")
+_EARLIER = re.compile(r"- and ([0-9]+) earlier calls: (.*)")
+_COUNTED = re.compile(r"(.+) x([0-9]+)")
+_LINE = re.compile(r"- (\S+) (.+?)(?: -> (ctx_[0-9a-f]+))?")
+
+
+def _read_back(view: MessageRecord) -> dict[str, Any]:
+    """What a turn note that lost its marker says: its steps, and its entries as its lines
+    show them (an older call counted per tool comes back as ``(tool, "{}", "")``, which a
+    later note counts the same way). The latest note of the message, if it holds two."""
+    text = next(t for t in reversed(view.texts) if is_turn_note_text(t))
+    head, *lines = text[:-1].split("\n")
+    found = _STEPS.match(head)
+    entries: list[Entry] = []
+    for line in lines:
+        earlier = _EARLIER.fullmatch(line)
+        if earlier is not None:
+            counted = [_COUNTED.fullmatch(c) for c in earlier.group(2).split(", ")]
+            if all(counted) and sum(int(c.group(2)) for c in counted if c) == int(
+                earlier.group(1)
+            ):
+                for c in counted:
+                    assert c is not None
+                    entries.extend([(c.group(1), "{}", "")] * int(c.group(2)))
+            else:
+                entries.extend([("tool", "{}", "")] * int(earlier.group(1)))
+            continue
+        shown = _LINE.fullmatch(line)
+        if shown is not None:
+            entries.append((shown.group(1), shown.group(2), shown.group(3) or ""))
+    return {"steps": int(found.group(1)) if found else 0, "entries": entries}
 
 
 def _unmerged(message: Any, data: Mapping[str, Any]) -> Any:
     """``message`` as it was before a turn note joined it."""
+    if "keep" not in data:  # read back from its wording: the note's block taken out
+        return without_turn_note(message) or message
     content = message_content(message)
     keep = int(data.get("keep", 0))
     original = content[:keep] if isinstance(content, (list, str)) else content

@@ -77,6 +77,17 @@ def _turn_note(item: Any) -> bool:
     return isinstance(content, str) and content.startswith("[turn note: ")
 
 
+def _notes_in_turn(items: list[Any]) -> int:
+    """The most turn notes a request holds for one turn (between two questions)."""
+    most = notes = 0
+    for item in items:
+        if item.get("role") == "user" and str(item.get("content")).startswith("turn "):
+            notes = 0
+        notes += _turn_note(item)
+        most = max(most, notes)
+    return most
+
+
 @dataclass
 class TurnModel(Model):
     """A scripted model working through ``steps`` steps per turn, ``parallel`` at a time.
@@ -283,6 +294,9 @@ async def test_every_turn_finishes_with_each_tool_run_once(scenario: Scenario) -
     assert model.lost_question == 0
     assert set(runs) == needed and max(runs.values()) == 1
     assert model.requests == TURNS * per_turn
+    # One note per turn: a later drop rewrites it, also when it came back unmarked.
+    stacked = [n for n in map(_notes_in_turn, model.contexts) if n > 1]
+    assert not stacked, f"{len(stacked)} requests hold up to {max(stacked)} notes of one turn"
 
     # Each pruned item reached the hooks once, under the session's namespace, and every
     # item of the conversation is stored or was handed over.
