@@ -76,10 +76,11 @@ def append(
     if size and (messages[last] is not snapshot[last] or messages[0] is not snapshot[0]):
         # Equal copies (a checkpointer's): the chain goes on with them, so the next
         # reduce of the list returned now compares these objects, not copies again.
+        # The chains of the originals copied are forgotten: they come back no more.
         reducer._keep(_Chain(
             id(messages), messages.copy(), len(messages), _prints(messages, kinds, by_dict),
             kinds, by_dict, None, None, _rebased(settled, snapshot, size, messages), None,
-        ))
+        ), superseded=snapshot[0])
         return plan
     with reducer._chains_lock:
         if len(snapshot) == size and len(prints) == size:

@@ -24,6 +24,10 @@ def _needs_add_messages(reducer: _Remembering, left: list[Any], right: list[Any]
 
 
 
+#: No message: what :meth:`_Remembering._keep` is given when it forgets no chain.
+_NONE: Any = object()
+
+
 class _Remembering(_Counting):
     """The lists this reducer returned: remembered, matched, indexed by id."""
 
@@ -140,10 +144,21 @@ class _Remembering(_Counting):
             )
         )
 
-    def _keep(self, chain: _Chain) -> None:
+    def _keep(self, chain: _Chain, superseded: Any = _NONE) -> None:
+        """Remember ``chain`` as the latest; ``superseded``: a message whose equal copy
+        ``chain`` holds, and the chains whose first message it is are forgotten (the
+        originals a checkpointer's copies stand in for, and their branches).
+
+        Forgotten, their messages are freed by whoever drops them last, not by a reduce
+        that evicts them turns later; nor do they take :data:`_CHAINS` places.
+        """
         key = chain.returned
         with self._chains_lock:
             chains = self._chains
+            if superseded is not _NONE:
+                for old in [k for k, c in chains.items()
+                            if c.snapshot and c.snapshot[0] is superseded]:
+                    del chains[old]
             chains[key] = chain
             chains.move_to_end(key)
             while len(chains) > _CHAINS:
