@@ -621,3 +621,69 @@ def test_arguments_are_billed_as_json_dumps_writes_them(value: Any) -> None:
     cycle: list[Any] = [value]
     cycle.append(cycle)
     assert _json(cycle) == str(cycle)
+
+
+def test_a_cycle_in_arguments_is_found_whatever_the_recursion_limit() -> None:
+    """A raised recursion limit lets an encoder with no cycle check recurse past the C
+    stack (the interpreter crashed); the cycle is found and billed as str()."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.setrecursionlimit(200_000)\n"
+        "from agentstate_reducer.tokens import approximate_token_count\n"
+        "args = {'a': [1]}; args['a'].append(args)\n"
+        "call = {'id': 'c1', 'function': {'name': 'f', 'arguments': args}}\n"
+        "print(approximate_token_count({'role': 'assistant', 'tool_calls': [call]}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert int(done.stdout) > 0
+
+
+def test_a_value_json_cannot_write_is_not_held_and_reads_again() -> None:
+    """What a failed encode was writing is neither kept alive nor taken for a cycle later."""
+    import gc
+    import weakref
+
+    from agentstate_reducer.read.fields import _json
+
+    class Args(dict[Any, Any]):
+        pass
+
+    for _ in range(2):  # the second time: no stale marker reads as a cycle
+        args = Args(a=Args({("a", "tuple"): 1}))
+        held = weakref.ref(args)
+        assert _json(args) == str(args)
+        assert _json({"ok": [1]}) == '{"ok":[1]}'
+        del args
+        gc.collect()
+        assert held() is None
+
+
+def test_the_same_arguments_are_billed_alike_from_threads() -> None:
+    """Threads writing one value at once (its str() lets another thread run) each get
+    json.dumps's text, never a false cycle's str()."""
+    import threading
+    import time
+
+    from agentstate_reducer.read.fields import _json
+
+    class Slow:
+        def __str__(self) -> str:
+            time.sleep(0.0005)
+            return "slow"
+
+    value = {"a": [Slow(), {"b": Slow()}], "c": 1}
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    got: list[str] = []
+
+    def run() -> None:
+        got.extend(_json(value) for _ in range(20))
+
+    threads = [threading.Thread(target=run) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert got == [expected] * 120

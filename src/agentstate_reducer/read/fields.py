@@ -185,21 +185,27 @@ _to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 
 
 def _c_encoder() -> Callable[[object, int], Sequence[str]] | None:
-    """The C encoder :data:`_to_json` builds anew on every call, built once and without a
-    cycle check (so it holds no state), or ``None`` where it is missing or encodes
-    otherwise (checked on a probe)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return None
+    """The C encoder :data:`_to_json` builds anew on every call, built once, or ``None``
+    where it is missing or encodes otherwise (checked on a probe)."""
     try:
-        encode = make(None, str, json.encoder.encode_basestring, None, ":", ",", False, False,
-                      True)
+        encode = _new_c_encoder()
         probe = {"a": [1, 2.5, None, True, "é\n\"", float("inf")], "b": {3: ()}, "c": {1j}}
-        if "".join(encode(probe, 0)) != _to_json(probe):
+        if encode is None or "".join(encode(probe, 0)) != _to_json(probe):
             return None
     except Exception:
         return None
-    return encode  # type: ignore[no-any-return]
+    return encode
+
+
+def _new_c_encoder() -> Callable[[object, int], Sequence[str]] | None:
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    # With its cycle check (the markers): without one a cycle recurses as deep as the
+    # recursion limit lets it, and past the C stack where that limit is raised.
+    return make(  # type: ignore[no-any-return]
+        {}, str, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
 
 
 #: Half of a short JSON's cost is building the encoder; arguments and Gemini responses
@@ -208,13 +214,18 @@ _C_JSON = _c_encoder()
 
 
 def _json(value: object) -> str:
+    global _C_JSON
     if isinstance(value, str):
         return value
-    if _C_JSON is not None:
+    encode = _C_JSON
+    if encode is not None:
         try:
-            return "".join(_C_JSON(value, 0))
-        except Exception:  # a cycle (RecursionError here), or too deep: as _to_json does
-            pass
+            return "".join(encode(value, 0))
+        except Exception:  # a cycle, a key JSON cannot write, too deep: as _to_json does
+            # A failed call leaves what it was writing in the markers (held, and taken
+            # for a cycle when met again): a new encoder starts with none; a call under
+            # way in another thread keeps its own.
+            _C_JSON = _new_c_encoder()
     try:
         return _to_json(value)
     except (TypeError, ValueError):
