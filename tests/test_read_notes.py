@@ -15,6 +15,7 @@ from agentstate_reducer.read import (
     INJECTED_KEY,
     MERGED_NOTE_KEY,
     is_turn_note_text,
+    turn_note_in,
     without_turn_note,
 )
 
@@ -105,3 +106,11 @@ def test_a_note_merged_into_a_question_is_taken_out_of_a_copy() -> None:
     assert len(converse["content"]) == 2 and INJECTED_KEY in converse
     appended = {"role": "user", "content": "turn 0: go\n\n" + NOTE, "id": "q"}
     assert without_turn_note(appended) == {"role": "user", "content": "turn 0: go", "id": "q"}
+
+
+def test_the_note_in_a_text_is_the_whole_text_or_its_last_paragraph() -> None:
+    assert turn_note_in(NOTE) is NOTE
+    assert turn_note_in("turn 0: go\n\n" + NOTE) == NOTE
+    assert turn_note_in(NOTE + "\n\n" + NOTE) == NOTE  # the latest of two
+    for text in ("turn 0: go", NOTE + "\n\nand then?", "go " + NOTE, None, 3, ["x"]):
+        assert turn_note_in(text) is None, text

@@ -418,5 +418,24 @@ def test_in_a_converse_history_a_note_that_lost_its_record_is_replaced() -> None
     assert notes[0].startswith(f"[turn note: {steps} earlier steps")
 
 
+def test_in_a_converse_history_a_question_of_a_string_that_lost_its_record_keeps_one_note() -> None:
+    # The note joins a question written as a string as its last paragraph; read back from
+    # there once the record is gone (the next drop raised StopIteration: RuntimeError).
+    reducer = MessageReducer(config=agent_config(
+        provider="bedrock", max_tokens=600, target_tokens=400, token_counter="approximate"
+    ))
+    history: list[Any] = [{"role": "user", "content": "turn 0: go"}, *_converse_turn(12, 60)[1:]]
+    first = reducer.reduce(history)
+    assert first.turn_steps_dropped
+    assert first.surviving[0]["content"].startswith("turn 0: go\n\n[turn note: ")
+    stored = [_unmarked(first.surviving[0]), *first.surviving[1:]]
+    second = reducer.reduce([*stored, *_converse_turn(20, 60)[len(history):]])
+    assert second.turn_steps_dropped
+    question = second.surviving[0]["content"]
+    assert question.count("[turn note: ") == 1 and question.startswith("turn 0: go\n\n")
+    steps = first.turn_steps_dropped + second.turn_steps_dropped
+    assert f"[turn note: {steps} earlier steps" in question
+
+
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])

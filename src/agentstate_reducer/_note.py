@@ -24,13 +24,13 @@ from .read import (
     MessageRecord,
     injected_kind,
     injected_mark,
-    is_turn_note_text,
     match_shape,
     message_content,
     message_id,
     native_provider,
     package_note,
     turn_note_header,
+    turn_note_in,
     with_content,
     with_text_appended,
     without_turn_note,
@@ -190,12 +190,15 @@ def turn_note(
         ident = earlier.get("id")
     else:
         for i in range(turn.body, len(messages)):
+            mark: Mapping[str, Any] | None
             kind = injected_kind(messages[i])
             if kind == TURN_NOTE_KIND:
                 mark = injected_mark(messages[i]) or {}
             elif kind is None and without_turn_note(messages[i], views[i]) is None:
                 mark = _read_back(views[i])  # a note that lost its marker: by its wording
             else:
+                mark = None
+            if mark is None:
                 continue
             entries.extend(tuple(e) for e in mark.get("entries", ()))
             steps += int(mark.get("steps", 0))
@@ -268,11 +271,14 @@ _COUNTED = re.compile(r"(.+) x([0-9]+)")
 _LINE = re.compile(r"- (\S+) (.+?)(?: -> (ctx_[0-9a-f]+))?")
 
 
-def _read_back(view: MessageRecord) -> dict[str, Any]:
+def _read_back(view: MessageRecord) -> dict[str, Any] | None:
     """What a turn note that lost its marker says: its steps, and its entries as its lines
     show them (an older call counted per tool comes back as ``(tool, "{}", "")``, which a
-    later note counts the same way). The latest note of the message, if it holds two."""
-    text = next(t for t in reversed(view.texts) if is_turn_note_text(t))
+    later note counts the same way). The latest note of the message, if it holds two
+    (a whole text, or the paragraph merged into a question's string)."""
+    text = next((note for t in reversed(view.texts) if (note := turn_note_in(t))), None)
+    if text is None:
+        return None  # its record holds no note (a block of no type the reader skips)
     head, *lines = text[:-1].split("\n")
     found = _STEPS.match(head)
     entries: list[Entry] = []

@@ -68,6 +68,7 @@ from .notes import (
     TURN_NOTE_PREFIX,
     is_turn_note_text,
     turn_note_header,
+    turn_note_in,
     without_turn_note,
 )
 from .parts import (
@@ -225,6 +226,7 @@ __all__ = (
     "too_deep",
     "too_deep_among",
     "turn_note_header",
+    "turn_note_in",
     "with_content",
     "with_parts",
     "with_text_appended",

@@ -27,6 +27,7 @@ __all__ = (
     "TURN_NOTE_PREFIX",
     "is_turn_note_text",
     "turn_note_header",
+    "turn_note_in",
     "without_turn_note",
 )
 
@@ -68,6 +69,17 @@ def is_turn_note_text(text: object) -> bool:
     )
 
 
+def turn_note_in(text: object) -> str | None:
+    """The turn note ``text`` is, or the one merged into it as its last paragraph (a
+    question's string with a note appended), else ``None``."""
+    if not isinstance(text, str) or TURN_NOTE_PREFIX not in text:
+        return None
+    if is_turn_note_text(text):
+        return text
+    at = text.rfind("\n\n" + TURN_NOTE_PREFIX)
+    return text[at + 2 :] if at >= 0 and is_turn_note_text(text[at + 2 :]) else None
+
+
 def _note_block(block: object) -> bool:
     if isinstance(block, str):
         return is_turn_note_text(block)
@@ -106,12 +118,12 @@ def without_turn_note(message: _M, record: MessageRecord | None = None) -> _M | 
         return with_parts(message, {("parts",): kept}) if kept else None
     content = message_content(message)
     if isinstance(content, str):
-        if is_turn_note_text(content):
-            return None
-        at = content.rfind("\n\n" + TURN_NOTE_PREFIX)
-        if at < 0 or not is_turn_note_text(content[at + 2 :]):
+        note = turn_note_in(content)
+        if note is None:
             return message
-        return _unmarked(with_content(message, content[:at]))
+        if note is content:
+            return None
+        return _unmarked(with_content(message, content[: -len(note) - 2]))
     if isinstance(content, (list, tuple)):
         blocks = [b for b in content if not _note_block(b)]
         if not blocks and not record.answers and not record.media:
