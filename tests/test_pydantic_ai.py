@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,6 +22,7 @@ from pydantic_ai.messages import (
     BinaryContent,
     ImageUrl,
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     NativeToolCallPart,
@@ -47,6 +49,8 @@ from agentstate_reducer.pydantic_ai import (
     run_namespace,
 )
 from agentstate_reducer.read import (
+    INJECTED_KEY,
+    SUMMARY_KIND,
     TURN_NOTE_KIND,
     content_kinds,
     copy_state,
@@ -326,6 +330,79 @@ def test_reduce_writes_the_summary_block_as_pydantic_ai_messages() -> None:
     reduced = history_processor(MessageReducer(config=config))(CTX, conversation(3))
     assert all(isinstance(m, (ModelRequest, ModelResponse)) for m in reduced)
     assert any(m.parts == [TextPart("noted")] for m in reduced)
+
+
+def _summarised(
+    factory: Any = None,
+) -> tuple[Any, list[Any], list[list[Any]]]:
+    """A processor summarising into ``digest n``, the hooks' messages, the batches."""
+    got: list[Any] = []
+    batches: list[list[Any]] = []
+
+    def summarize(pruned: list[Any]) -> str:
+        batches.append(pruned)
+        return f"digest {len(batches)}"
+
+    config = ReducerConfig(
+        min_messages=3, max_messages=6, summarize_fn=summarize, inject_summary=True,
+        summary_message_factory=factory, on_prune=[lambda p, ns: got.extend(p)],
+    )
+    return history_processor(MessageReducer(config=config)), got, batches
+
+
+def _texts(messages: list[Any]) -> list[str]:
+    contents = [getattr(p, "content", None) for m in messages for p in m.parts]
+    return [c for c in contents if isinstance(c, str)]
+
+
+@pytest.mark.parametrize("round_trip", [False, True], ids=["same objects", "json round trip"])
+def test_a_summary_merged_into_the_system_prompt_stays_the_packages_own(round_trip: bool) -> None:
+    # PydanticAI merges the summary's request into the system prompt's and keeps no
+    # metadata; the reducer that wrote it knows its part (also as a copy) and marks it again.
+    process, got, batches = _summarised()
+    reduced = process(CTX, conversation(3))
+    system, summary = reduced[:2]
+    assert is_summary(summary)
+    merged: list[ModelMessage] = [ModelRequest(parts=[*system.parts, *summary.parts]),
+                                  *reduced[2:]]
+    if round_trip:
+        merged = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(merged))
+    again = process(CTX, merged + turn(9) + turn(10))
+    assert not [t for t in _texts(got) if "digest" in t]
+    assert [_texts([m]) for m in batches[1] if is_summary(m)] == [[summary.parts[0].content]]
+    assert not [t for m in batches[1] if not is_summary(m) for t in _texts([m]) if "digest" in t]
+    assert [m.parts[0].content.endswith("digest 2") for m in again if is_summary(m)] == [True]
+
+
+def test_a_users_copy_of_a_summary_stays_conversation() -> None:
+    process, got, _ = _summarised()
+    reduced = process(CTX, conversation(3))
+    system, summary = reduced[:2]
+    part = summary.parts[0]
+    typed = UserPromptPart(part.content, timestamp=part.timestamp + timedelta(seconds=1))
+    process(CTX, [ModelRequest(parts=[*system.parts, typed]), *reduced[2:], *turn(9), *turn(10)])
+    assert [p for m in got for p in m.parts if p is typed] == [typed]
+
+
+def test_a_summary_block_of_one_request_merged_on_both_sides_is_split_out() -> None:
+    # Without an acknowledgement the summary's request joins the question after it too.
+    def factory(text: str, count: int) -> list[Any]:
+        mark = {"kind": SUMMARY_KIND, "covers": count}
+        return [{"role": "user", "content": f"so far: {text}", INJECTED_KEY: mark}]
+
+    process, got, batches = _summarised(factory)
+    history = conversation(3)
+    history[1] = ModelRequest(parts=[*history[0].parts, *history[1].parts])
+    reduced = process(CTX, history[1:])
+    system, summary, question = reduced[:3]
+    assert is_summary(summary) and not is_summary(question)
+    merged = ModelRequest(parts=[*system.parts, *summary.parts, *question.parts])
+    process(CTX, [merged, *reduced[3:], *turn(9), *turn(10)])
+    assert not [t for t in _texts(got) if "so far" in t]
+    assert [t for t in _texts(got) if t == question.parts[0].content] == [
+        question.parts[0].content
+    ]
+    assert [is_summary(m) for m in batches[1] if "so far" in " ".join(_texts([m]))] == [True]
 
 
 async def test_capability_counts_tools_and_instructions_in_token_mode() -> None:

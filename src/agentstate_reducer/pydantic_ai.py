@@ -17,9 +17,13 @@ thinking and text, and the requests holding their returns.
 
 from __future__ import annotations
 
+import json
 import operator
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 try:
@@ -43,7 +47,7 @@ from ._recover import Recovery
 from .compaction import ANTHROPIC, OPENAI_RESPONSES, provider_compaction
 from .config import ReducerResult
 from .errors import ConfigTypeError
-from .read import match_shape, request_instructions
+from .read import TURN_NOTE_KIND, injected_kind, match_shape, request_instructions
 from .reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
 
 __all__ = ("ReducingCapability", "ahistory_processor", "history_processor", "run_namespace")
@@ -86,42 +90,120 @@ def _in_shape(result: ReducerResult[Any]) -> list[ModelMessage]:
 
 
 def _outcome(
-    messages: list[ModelMessage], split: list[ModelMessage], result: ReducerResult[Any]
+    messages: list[ModelMessage],
+    split: list[ModelMessage],
+    result: ReducerResult[Any],
+    reducer: MessageReducer,
 ) -> list[ModelMessage]:
     """What the history becomes: ``messages`` themselves when the reduce changed nothing.
 
     :func:`_split_first` only matters once something is pruned; with nothing pruned or
     edited the history goes on as PydanticAI built it, first request unsplit, so a
-    processor or capability after this one sees the same messages.
+    processor or capability after this one sees the same messages. A summary request in
+    what it becomes is remembered for ``reducer``'s next :func:`_split_first`.
     """
     surviving = result.surviving
     if len(surviving) == len(split) and all(map(operator.is_, surviving, split)):
         return messages
-    return _in_shape(result)
+    reduced = _in_shape(result)
+    _remember(reducer, reduced)
+    return reduced
 
 
-def _split_first(messages: list[ModelMessage]) -> list[ModelMessage]:
-    """Put the leading system prompts of the first request in a request of their own.
+#: Per reducer, the summary requests it returned: the fingerprint of each one's first part
+#: -> the request, marked; the latest :data:`_OWN_SIZE`.
+_OWN: weakref.WeakKeyDictionary[MessageReducer, OrderedDict[tuple[type, str], ModelRequest]] = (
+    weakref.WeakKeyDictionary()
+)
+_OWN_SIZE = 1_000
+
+
+def _plain(value: object) -> object:
+    return value.isoformat() if isinstance(value, datetime) else repr(value)
+
+
+_to_json = json.JSONEncoder(sort_keys=True, default=_plain).encode
+
+
+def _fingerprint(part: Any) -> tuple[type, str]:
+    """A part's class and every field (content, timestamp): equal for a copy, as after a
+    JSON round trip, and for nothing the user wrote at another moment."""
+    fields = getattr(part, "__dict__", None)
+    if not isinstance(fields, dict):
+        return type(part), repr(part)
+    return type(part), _to_json(fields)
+
+
+def _remember(reducer: MessageReducer, messages: list[ModelMessage]) -> None:
+    """Remember the summary requests among ``messages`` for :func:`_split_first`."""
+    if not reducer.config.inject_summary:
+        return
+    for message in messages:
+        if (
+            isinstance(message, ModelRequest)
+            and message.metadata
+            and message.parts
+            and injected_kind(message) not in (None, TURN_NOTE_KIND)
+        ):
+            own = _OWN.setdefault(reducer, OrderedDict())
+            key = _fingerprint(message.parts[0])
+            own[key] = message
+            own.move_to_end(key)
+            while len(own) > _OWN_SIZE:
+                own.popitem(last=False)
+
+
+def _own_requests(
+    reducer: MessageReducer, parts: list[Any], at: int
+) -> tuple[list[ModelMessage], int]:
+    """The summary requests ``reducer`` returned whose parts run on from ``parts[at]``,
+    and where the run ends."""
+    own = _OWN.get(reducer)
+    found: list[ModelMessage] = []
+    while own and at < len(parts):
+        request = own.get(_fingerprint(parts[at]))
+        if request is None:
+            break
+        end = at + len(request.parts)
+        if list(map(_fingerprint, parts[at:end])) != list(map(_fingerprint, request.parts)):
+            break
+        found.append(request)
+        at = end
+    return found, at
+
+
+def _split_first(messages: list[ModelMessage], reducer: MessageReducer) -> list[ModelMessage]:
+    """Put the leading system prompts of the first request in a request of their own, and
+    each summary request ``reducer`` returned that was merged in after them, marked again.
 
     PydanticAI merges adjacent requests: once a window prunes everything between the
     first request and a new question, the question joins the first request, which the
     reducer keeps, and the first request would gather every later question. Apart, the
-    system prompts stay (a system message is never pruned) and the questions go.
+    system prompts stay (a system message is never pruned) and the questions go. The
+    summary's request joins the system prompts' too, and the merged request keeps no
+    metadata: read unmarked, the summary would be conversation (handed to the hooks,
+    summarised again), and its wording cannot tell (a ``summary_message_factory``
+    writes its own).
     """
     if messages is not None and not isinstance(messages, (list, tuple)):
         raise ConfigTypeError(
             f"messages must be a list of PydanticAI messages, got a {type(messages).__name__}"
         )
     first = messages[0] if messages else None
-    if not isinstance(first, ModelRequest):
+    if not isinstance(first, ModelRequest) or injected_kind(first) is not None:
         return messages
+    parts = list(first.parts)
     lead = 0
-    while lead < len(first.parts) and isinstance(first.parts[lead], SystemPromptPart):
+    while lead < len(parts) and isinstance(parts[lead], SystemPromptPart):
         lead += 1
-    if lead == 0 or lead == len(first.parts):
+    own, at = _own_requests(reducer, parts, lead)
+    if not own and (lead == 0 or lead == len(parts)):
         return messages
-    system = replace(first, parts=list(first.parts[:lead]))
-    return [system, replace(first, parts=list(first.parts[lead:])), *messages[1:]]
+    split: list[ModelMessage] = [replace(first, parts=parts[:lead])] if lead else []
+    split.extend(own)
+    if at < len(parts):
+        split.append(replace(first, parts=parts[at:]))
+    return [*split, *messages[1:]]
 
 
 def history_processor(
@@ -146,10 +228,10 @@ def history_processor(
 
     def reduce_history(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         where = _resolve(namespace, ctx)
-        split = _split_first(messages)
+        split = _split_first(messages, reducer)
         result = reducer.reduce(split, namespace=where)
         warn_once_over_budget(reducer, result, where)
-        return _outcome(messages, split, result)
+        return _outcome(messages, split, result, reducer)
 
     return reduce_history
 
@@ -164,10 +246,10 @@ def ahistory_processor(
         ctx: RunContext[Any], messages: list[ModelMessage]
     ) -> list[ModelMessage]:
         where = _resolve(namespace, ctx)
-        split = _split_first(messages)
+        split = _split_first(messages, reducer)
         result = await reducer.areduce(split, namespace=where)
         warn_once_over_budget(reducer, result, where)
-        return _outcome(messages, split, result)
+        return _outcome(messages, split, result, reducer)
 
     return areduce_history
 
@@ -257,11 +339,11 @@ class ReducingCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         self._see(request_context)
         messages = list(request_context.messages)
-        split = _split_first(messages)
+        split = _split_first(messages, self.reducer)
         where = _resolve(self.namespace, ctx)
         result = await self.reducer.areduce(split, namespace=where)
         warn_once_over_budget(self.reducer, result, where)
-        reduced = _outcome(messages, split, result)
+        reduced = _outcome(messages, split, result, self.reducer)
         request_context.messages = reduced.copy()
         ctx.messages[:] = reduced
         return request_context
@@ -290,7 +372,7 @@ class ReducingCapability(AbstractCapability[Any]):
             recovery.failed_retries += 1
             raise error  # the retry was refused too
         where = _resolve(self.namespace, ctx)
-        sent = _split_first(list(request_context.messages))
+        sent = _split_first(list(request_context.messages), self.reducer)
         retry = await recovery.aretry_messages(sent, error, where)
         if retry is None:
             raise error

@@ -7,6 +7,8 @@ the tool again for any result it cannot see, and answers when it sees them all. 
 request the model gets is checked against PydanticAI's pairing rules (read with the
 SDK's own classes) and with ``validate_history`` for OpenAI and Anthropic; the tool
 runs must equal the runs needed, and the hooks must get each pruned message once.
+With ``summarize_fn``, 8 turns: no summary reaches the hooks or is summarised as
+conversation, though PydanticAI merges its request into the system prompt's.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from agentstate_reducer.pydantic_ai import (
     ahistory_processor,
     history_processor,
 )
+from agentstate_reducer.read import is_injected
 
 pytestmark = pytest.mark.slow
 
@@ -302,3 +305,83 @@ async def test_requests_stay_within_max_tokens_plus_one_step() -> None:
     assert largest <= 3000 + step_tokens
     assert not model.invalid, model.examples
     assert max(runs.values()) == 1 and len(runs) == 5 * scenario.steps
+
+
+@dataclass
+class Summariser:
+    """A ``summarize_fn`` that records what it gets and words each summary its own way."""
+
+    texts: list[str] = field(default_factory=list)
+    batches: list[list[ModelMessage]] = field(default_factory=list)
+
+    def __call__(self, pruned: list[Any]) -> str:
+        self.batches.append(list(pruned))
+        self.texts.append(f"digest {len(self.texts)} of {len(pruned)} messages")
+        return self.texts[-1]
+
+    async def acall(self, pruned: list[Any]) -> str:
+        return self(pruned)
+
+    def holds(self, part: Any) -> bool:
+        """Whether a part carries a summary's text or its acknowledgement."""
+        if isinstance(part, TextPart) and part.content == "OK":
+            return True
+        content = getattr(part, "content", None)
+        return isinstance(content, str) and any(t in content for t in self.texts)
+
+
+SUMMARISED = [
+    Scenario("capability 4/8, 3 steps", "capability", 3, count(4, 8)),
+    Scenario("processor 4/8, 3 steps", "processor", 3, count(4, 8)),
+    Scenario("aprocessor 4/8, 2 steps", "aprocessor", 2, count(4, 8)),
+    Scenario("capability 6000/4000 tokens, 3 steps", "capability", 3, tokens(6000, 4000), 1000),
+]
+
+
+@pytest.mark.parametrize("scenario", SUMMARISED, ids=[s.name for s in SUMMARISED])
+async def test_summaries_stay_the_packages_own_after_pydantic_ai_merges_them(
+    scenario: Scenario,
+) -> None:
+    # PydanticAI merges the summary's request into the system prompt's and keeps no
+    # metadata; the summary must still never reach the hooks nor be summarised as
+    # conversation.
+    summariser = Summariser()
+    fn = summariser if scenario.approach == "processor" else summariser.acall
+    config = replace(scenario.config, summarize_fn=fn, inject_summary=True)
+    scenario = replace(scenario, config=config)
+    runs: Counter[str] = Counter()
+    out = Deliveries()
+    model = TurnModel(scenario.steps)
+    agent = build(scenario, model, runs, out)
+    history: list[ModelMessage] | None = None
+    for turn in range(8):
+        result = await agent.run(f"turn {turn}: do the steps", message_history=history)
+        assert result.output == f"answer {turn}: all {scenario.steps} steps done"
+        history = result.all_messages()
+    assert history is not None
+    handed = [repr(p) for _, m in out.got for p in m.parts]
+    leaked = [p for _, m in out.got for p in m.parts if summariser.holds(p)]
+    resummarised = [
+        p for b in summariser.batches for m in b if not is_injected(m) for p in m.parts
+        if summariser.holds(p)
+    ]
+    print(
+        f"\n{scenario.name}: {model.requests} requests, {len(summariser.texts)} summaries, "
+        f"summary parts handed to the hooks {len(leaked)}, summarised as conversation "
+        f"{len(resummarised)}, pruned {len(out.got)}"
+    )
+    assert len(summariser.texts) >= 3
+    assert not leaked, leaked[:3]
+    assert not resummarised, resummarised[:3]
+    assert not model.invalid, model.examples
+    assert model.lost_question == 0
+    assert max(runs.values()) == 1 and len(runs) == 8 * scenario.steps
+    # Every conversation part the model saw is kept or reached the hooks, once.
+    assert len(handed) == len(set(handed))
+    kept = {repr(p) for m in history for p in m.parts}
+    assert not kept & set(handed)
+    seen = {
+        repr(p) for c in [*model.contexts, model.replies] for m in c for p in m.parts
+        if not _written(p) and not summariser.holds(p)
+    }
+    assert seen <= kept | set(handed)
