@@ -202,3 +202,40 @@ def test_synthetic_results_are_written_in_the_issuers_shape() -> None:
         [written] = synthetic_results(form, ("x",))
         view = read_message(written)
         assert (view.role, view.answers) == ("tool", ("x",))
+
+
+#: The names of ``agentstate_reducer.messages``, the reader's former path, when it became
+#: a re-export of ``agentstate_reducer.read`` (46ae2c8): newer names are read's alone.
+_FORMER_PATH = frozenset({
+    "AI", "BLANK_PART", "CHAT", "EditablePart", "Extras", "FUNCTION", "GROUP_BOUNDARY",
+    "GROUP_NONE", "GROUP_OUTPUT", "GROUP_REASONING", "HUMAN", "INJECTED_KEY",
+    "INTERRUPTED_RESULT", "MAX_DEPTH", "MEDIA_PART", "MessageParts", "MessageRecord",
+    "NO_EXTRAS", "OTHER_PART", "PACKAGE_NOTE", "PRUNABLE_ROLES", "REASONING_PART",
+    "ReasoningPart", "Request", "SUMMARY_ACK_KIND", "SUMMARY_KIND", "SYSTEM", "Shape",
+    "TEXT_PART", "TOOL", "TOOL_ARGS_PART", "TOOL_RESULT_PART", "TOOL_USE_PART",
+    "TURN_NOTE_KIND", "args_text", "as_update", "call_signatures", "content_kinds",
+    "copy_state", "editable_body", "editable_parts", "editable_size", "has_anthropic_blocks",
+    "holding_block", "injected_kind", "injected_mark", "is_injected", "is_merge_update",
+    "is_removal", "is_serialisation_stub", "is_summary", "item_type", "looks_like_message",
+    "make_record", "match_shape", "message_content", "message_id", "message_parts",
+    "message_state", "native_provider", "normalize_role", "package_note", "part_text",
+    "raw_message_id", "read_message", "read_messages", "read_request", "reasoning_parts",
+    "record_group", "reply_text", "reported_input_tokens", "request_instructions",
+    "serialisation", "summary_covers", "synthetic_results", "text_block", "too_deep",
+    "too_deep_among", "with_content", "with_parts", "without_reasoning", "write_message",
+    "write_request",
+})
+
+
+def test_the_former_path_keeps_its_names_and_takes_no_newer_one() -> None:
+    """Each of its names is read's own object, in read's order; a name read adds later
+    (the turn note's, say) stays read's alone: add it to the del lines in messages.py."""
+    import agentstate_reducer.messages as former
+    import agentstate_reducer.read as read
+
+    assert set(former.__all__) == _FORMER_PATH, set(former.__all__) ^ _FORMER_PATH
+    assert list(former.__all__) == [n for n in read.__all__ if n in _FORMER_PATH]
+    for name in former.__all__:
+        assert getattr(former, name) is getattr(read, name)
+    public = {n for n in vars(former) if not n.startswith("_") and n != "annotations"}
+    assert public == _FORMER_PATH, public ^ _FORMER_PATH
