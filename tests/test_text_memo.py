@@ -49,3 +49,9 @@ def test_the_heuristic_remembers_the_texts_it_counted() -> None:
     before = _approximate_o200k.counted
     assert approximate_text_tokens("".join(text)) == approximate_text_tokens(text[:] + "")
     assert _approximate_o200k.counted == before
+
+
+def test_an_empty_text_is_the_counters_own_answer() -> None:
+    # approximate_text_tokens answered 0 for any falsy text before the memo.
+    assert approximate_text_tokens("") == 0
+    assert approximate_text_tokens(None) == 0  # type: ignore[arg-type]

@@ -35,7 +35,7 @@ class TextMemo:
         self.counted = 0
 
     def __call__(self, text: str) -> int:
-        if len(text) < self._shortest:
+        if not text or len(text) < self._shortest:  # the counter's own answer for ""
             return self._count(text)
         key = hash(text)
         known = self._known.get(key)
