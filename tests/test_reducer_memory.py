@@ -13,7 +13,8 @@ from agentstate_reducer import MessageReducer, ReducerConfig
 
 
 def _tokens(message: Any) -> int:
-    return 1 + len(str(message.get("content") or "")) // 4
+    content = message.get("content") if isinstance(message, dict) else message.content
+    return 1 + len(str(content or "")) // 4
 
 
 def _history(turns: int) -> list[Any]:
@@ -47,3 +48,49 @@ def test_an_append_onto_copies_forgets_the_originals_and_their_branches(mode: st
     if mode == "token":
         assert reducer._token_counts is not None
         assert reducer._token_counts.misses == misses + len(history) - 7
+
+
+def _lc_history(turns: int) -> list[Any]:
+    out: list[Any] = [system("langchain", "be brief", "sys")]
+    for t in range(turns):
+        out += [human("langchain", f"question {t}", f"h{t}"),
+                ai("langchain", f"answer {t}", f"a{t}")]
+    return out
+
+
+def _lc_copies(messages: list[Any]) -> list[Any]:
+    from langchain_core.messages import messages_from_dict, messages_to_dict
+
+    return messages_from_dict(json.loads(json.dumps(messages_to_dict(messages))))
+
+
+def test_plain_append_asks_the_reducer_for_the_ids_of_a_list_it_returned() -> None:
+    """An id new to the list appends, one it holds does not (the merge replaces), on the
+    list returned and on copies of it; an id edited in place is seen."""
+    from langchain_core.messages import AIMessage
+
+    from agentstate_reducer._merge import plain_append
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    history = _lc_history(4)
+    state = reducer.reduce(existing=history[:5]).surviving
+    state = reducer.reduce(existing=state, new=history[5:7]).surviving
+    fresh = reducer._fresh_ids
+    for left in (state, _lc_copies(state)):
+        assert fresh(left, ["new"]) is True
+        assert fresh(left, ["h1"]) is False
+        assert plain_append(left, [AIMessage("x", id="new")], fresh=fresh) is not None
+        assert plain_append(left, [AIMessage("x", id="h1")], fresh=fresh) is None
+    state = reducer.reduce(existing=_lc_copies(state), new=history[7:]).surviving
+    assert fresh(state, ["new"]) is True and fresh(state, ["a3"]) is False
+    state[2].id = "edited"
+    assert fresh(state, ["edited"]) is None  # compared: not the list remembered
+    assert plain_append(state, [AIMessage("x", id="edited")], fresh=fresh) is None
+
+
+def test_fresh_ids_is_unknown_where_a_message_has_no_id() -> None:
+    from langchain_core.messages import HumanMessage
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    state = reducer.reduce(existing=[*_lc_history(1), HumanMessage("no id")]).surviving
+    assert reducer._fresh_ids(state, ["new"]) is None

@@ -114,7 +114,13 @@ def _plain(kinds: set[type]) -> bool:
     )
 
 
-def plain_append(left: Any, right: Any, format: str | None = None) -> list[Any] | None:
+def plain_append(
+    left: Any,
+    right: Any,
+    format: str | None = None,
+    *,
+    fresh: Callable[[list[Any], list[str]], bool | None] | None = None,
+) -> list[Any] | None:
     """``right`` as ``add_messages(left, right)`` appends it, when that is all it does,
     else ``None`` (the merge decides).
 
@@ -122,7 +128,9 @@ def plain_append(left: Any, right: Any, format: str | None = None) -> list[Any] 
     of ``left`` has an id, and the ids of ``right`` are new and distinct: then the merge
     is ``left + right``, a message of ``right`` without an id given one as
     ``add_messages`` gives it (a new UUID, set on the message). One pass over ``left``
-    at C speed (the classes, then the ids into a set).
+    at C speed (the classes, then the ids into a set); ``fresh(left, ids)``, when it
+    knows (not ``None``), says instead whether each of ``left`` has an id and none of
+    the non-empty string ``ids`` of ``right`` is among them.
     """
     if format is not None or type(left) is not list:
         return None
@@ -130,11 +138,16 @@ def plain_append(left: Any, right: Any, format: str | None = None) -> list[Any] 
         right = [right]
     if not right or not _plain(set(map(type, left)) | set(map(type, right))):
         return None
-    ids = set(map(_ID, left))
-    if None in ids:
-        return None
     new = [i for i in map(_ID, right) if i is not None]
-    if len(set(new)) != len(new) or not ids.isdisjoint(new):
+    if len(set(new)) != len(new):
+        return None
+    known = None
+    if fresh is not None and all(type(i) is str and i for i in new):
+        known = fresh(left, new)
+    if known is None:
+        ids = set(map(_ID, left))
+        known = None not in ids and ids.isdisjoint(new)
+    if not known:
         return None
     appended: list[Any] = right
     for m in appended:

@@ -111,7 +111,7 @@ def reducing_add_messages(
 
     def merge_and_reduce(left: Any, right: Any, *, format: str | None = format) -> list[Any]:
         where = channel_namespace(reducer, namespace)
-        appended = plain_append(left, right, format)
+        appended = plain_append(left, right, format, fresh=reducer._fresh_ids)
         if appended is not None:  # the common update: reduce(left, right) compares left once
             result = reducer.reduce(left, appended, namespace=where)
         else:

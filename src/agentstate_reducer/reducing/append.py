@@ -11,6 +11,7 @@ from ..config import ReducerConfig
 from ..edit import edit_messages
 from ..errors import MessageFormatError
 from ..plan import Plan, Settled, plan_append, settle
+from ..read import MessageRecord
 from ..read.chat import read_messages
 from .chains import _Appended, _by_dict, _Chain, _kinds, _print, _prints, _rebased
 from .memory import _Remembering
@@ -65,7 +66,6 @@ def append(
         settled.size, settled.tokens, new, new_counts, reducer._count_one, new_views
     ):
         return None
-    ids = chain.ids
     prints, kinds, by_dict = chain.prints, chain.kinds, chain.by_dict
     new_kinds = _kinds(new)
     if kinds is not None or new_kinds is not None:
@@ -77,9 +77,11 @@ def append(
         # Equal copies (a checkpointer's): the chain goes on with them, so the next
         # reduce of the list returned now compares these objects, not copies again.
         # The chains of the originals copied are forgotten: they come back no more.
+        with reducer._chains_lock:
+            ids, named = _extended_ids(chain, new, new_views)
         reducer._keep(_Chain(
             id(messages), messages.copy(), len(messages), _prints(messages, kinds, by_dict),
-            kinds, by_dict, None, None, _rebased(settled, snapshot, size, messages), None,
+            kinds, by_dict, None, None, _rebased(settled, snapshot, size, messages), ids, named,
         ), superseded=snapshot[0])
         return plan
     with reducer._chains_lock:
@@ -89,15 +91,30 @@ def append(
         else:  # another append from the same state extended them first
             snapshot = [*snapshot[:size], *new]
             prints = [*prints[:size], *map(_print, new)]
-        if ids is not None:
-            for k, view in enumerate(new_views):
-                if view.id is not None:
-                    ids[view.id] = (size + k, new[k])
+        ids, named = _extended_ids(chain, new, new_views)
     reducer._keep(
         _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
-               settled, ids)
+               settled, ids, named)
     )
     return plan
+
+
+def _extended_ids(
+    chain: _Chain, new: list[Any], views: list[MessageRecord]
+) -> tuple[dict[str, tuple[int, Any]] | None, bool]:
+    """``chain``'s index of ids with the ``new`` messages after its ``size``, and whether
+    every message has an id (under the chains' lock). An index holding more than twice
+    the messages, the ids of those pruned long ago, is dropped: built again when asked."""
+    ids, size = chain.ids, chain.size
+    if ids is None or len(ids) > 2 * (size + len(new)) + 64:
+        return None, False
+    named = chain.named
+    for k, view in enumerate(views):
+        if view.id is not None:
+            ids[view.id] = (size + k, new[k])
+        else:
+            named = False
+    return ids, named
 
 
 def _settle(reducer: _Remembering, chain: _Chain, budget: ReducerConfig) -> Settled | None:

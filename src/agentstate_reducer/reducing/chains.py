@@ -43,9 +43,13 @@ class _Chain(NamedTuple):
     #: The plan's state of ``snapshot``, once computed; ``None`` before.
     settled: Settled | None
     #: ``message id -> (index, message)`` of the snapshot, built when first asked for
-    #: and shared along a chain of appends like the snapshot (an entry counts only
-    #: while the snapshot holds that message at that index; ids never leave it).
+    #: and shared along a chain of appends like the snapshot, and by the chain of
+    #: equal copies that goes on from it (an entry counts only while the snapshot
+    #: holds that message, or a message of that id, at that index; ids leave it only
+    #: when it is dropped, past twice the messages).
     ids: dict[str, tuple[int, Any]] | None = None
+    #: Whether every message of ``snapshot[:size]`` has an id; known with ``ids``.
+    named: bool = False
 
 
 #: An object message's top-level fields, read at C speed.

@@ -28,6 +28,23 @@ def _needs_add_messages(reducer: _Remembering, left: list[Any], right: list[Any]
 _NONE: Any = object()
 
 
+def _among(chain: _Chain, ids: set[Any]) -> bool | None:
+    """Whether a message of ``chain``'s ``size`` has one of ``ids``, by its index (whose
+    entries may name the originals of equal copies); ``None`` when an entry was
+    overwritten by another branch from a shared state."""
+    index, snapshot = chain.ids, chain.snapshot
+    assert index is not None
+    for ident in ids:
+        found = index.get(ident)
+        if found is not None:
+            at, message = found
+            if at >= chain.size:
+                return None
+            held = snapshot[at]
+            return True if held is message or message_id(held) == ident else None
+    return False
+
+
 class _Remembering(_Counting):
     """The lists this reducer returned: remembered, matched, indexed by id."""
 
@@ -101,30 +118,45 @@ class _Remembering(_Counting):
         """Whether a message of ``existing`` has one of ``ids``: O(len(ids)) on a list this
         reducer returned (or a copy of it), through an index of its ids kept along its
         appends."""
+        chain = self._indexed(existing)
+        if chain is None:
+            return any(message_id(m) in ids for m in existing)
+        held = _among(chain, ids)
+        return any(message_id(m) in ids for m in existing) if held is None else held
+
+    def _fresh_ids(self, existing: list[Any], ids: list[str]) -> bool | None:
+        """Whether every message of ``existing`` has an id and none is one of ``ids``
+        (non-empty strings), in O(len(ids)) on a list this reducer returned (or a copy
+        of it); ``None`` when not known so. On ``True`` the comparison it took is handed
+        on to the reduce of ``existing`` that follows in this thread (the append)."""
+        chain = self._indexed(existing)
+        held = None if chain is None or not chain.named else _among(chain, set(ids))
+        if held is not False:
+            self._checked.list = None  # the merge may take another path: compare then
+            return None if held is None else False
+        return True
+
+    def _indexed(self, existing: list[Any]) -> _Chain | None:
+        """The chain holding all of ``existing``, with its index of ids (built if
+        missing), handed on to the reduce that follows in this thread; else ``None``."""
         chain = self._match(existing, existing)
         if chain is None or chain.size != len(existing):
-            return any(message_id(m) in ids for m in existing)
-        index = chain.ids
-        snapshot = chain.snapshot
-        if index is None:
-            index = {}
+            return None
+        if chain.ids is None:
+            index: dict[str, tuple[int, Any]] = {}
+            snapshot = chain.snapshot
+            named = True
             for i in range(chain.size):
                 ident = message_id(snapshot[i])
-                if ident is not None:
+                if ident is None:
+                    named = False
+                else:
                     index[ident] = (i, snapshot[i])
-            chain = chain._replace(ids=index)
+            chain = chain._replace(ids=index, named=named)
             self._keep(chain)
         # The reduce that follows in the same call need not compare the list again.
         self._checked.list = (existing, chain)
-        for ident in ids:
-            found = index.get(ident)
-            if found is not None:
-                at, message = found
-                if at < chain.size and snapshot[at] is message:
-                    return True
-                # Overwritten by another branch from a shared state: ask the list itself.
-                return any(message_id(m) in ids for m in existing)
-        return False
+        return chain
 
     def _remember(
         self, returned: list[Any], views: list[MessageRecord] | None, counts: list[int] | None
