@@ -147,6 +147,12 @@ def test_start_on_human_kept_tail_starts_with_a_human_message(
             continue
         if view.answers and set(view.answers) <= head_calls:
             continue  # results of the preserved first message's calls stay with it
+        turn = plan.turn
+        if turn is not None and turn.opener not in gone and turn.opener < i:
+            # Inside the current turn, whose question is kept (the preserved first
+            # message): its oldest steps went, never the question (the turn rule).
+            assert plan.reason(i)[0] == "current turn"
+            break
         # The first kept message of the tail is a human question.
         assert view.role == "human" and not view.answers, plan.reason(i)
         break
