@@ -83,6 +83,7 @@ def test_plain_append_asks_the_reducer_for_the_ids_of_a_list_it_returned() -> No
         assert plain_append(left, [AIMessage("x", id="h1")], fresh=fresh) is None
     state = reducer.reduce(existing=_lc_copies(state), new=history[7:]).surviving
     assert fresh(state, ["new"]) is True and fresh(state, ["a3"]) is False
+    reducer.reduce(existing=state)  # the merge's reduce, which the comparison is handed to
     state[2].id = "edited"
     assert fresh(state, ["edited"]) is None  # compared: not the list remembered
     assert plain_append(state, [AIMessage("x", id="edited")], fresh=fresh) is None

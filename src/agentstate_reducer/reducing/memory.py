@@ -127,14 +127,14 @@ class _Remembering(_Counting):
     def _fresh_ids(self, existing: list[Any], ids: list[str]) -> bool | None:
         """Whether every message of ``existing`` has an id and none is one of ``ids``
         (non-empty strings), in O(len(ids)) on a list this reducer returned (or a copy
-        of it); ``None`` when not known so. On ``True`` the comparison it took is handed
-        on to the reduce of ``existing`` that follows in this thread (the append)."""
+        of it); ``None`` when not known so. The comparison it took is handed on to the
+        next reduce in this thread: of ``existing`` (and new messages) it compares no
+        more, so a reduce must follow, as in ``reducing_add_messages`` whatever merges."""
         chain = self._indexed(existing)
-        held = None if chain is None or not chain.named else _among(chain, set(ids))
-        if held is not False:
-            self._checked.list = None  # the merge may take another path: compare then
-            return None if held is None else False
-        return True
+        if chain is None or not chain.named:
+            return None
+        held = _among(chain, set(ids))
+        return None if held is None else not held
 
     def _indexed(self, existing: list[Any]) -> _Chain | None:
         """The chain holding all of ``existing``, with its index of ids (built if
