@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reading import read_or_error
 
 from agentstate_reducer import (
     MessageReducer,
@@ -789,13 +790,6 @@ _contents = st.fixed_dictionaries(
 )
 
 
-def _read_or_error(read: Any, message: Any) -> Any:
-    try:
-        return read(message)
-    except Exception as exc:  # the two readers must fail alike
-        return type(exc), str(exc)
-
-
 @settings(max_examples=400, deadline=None)
 @given(content=_contents)
 def test_the_plain_content_reader_gives_the_full_reader_s_record(content: dict[str, Any]) -> None:
@@ -805,9 +799,9 @@ def test_the_plain_content_reader_gives_the_full_reader_s_record(content: dict[s
 
     from agentstate_reducer.read.gemini import _GEMINI
 
-    plain = _read_or_error(lambda m: _GEMINI.read(m, 0), content)
-    full = _read_or_error(lambda m: _GEMINI.read(MappingProxyType(m), 0), content)
+    plain = read_or_error(lambda m: _GEMINI.read(m, 0), content)
+    full = read_or_error(lambda m: _GEMINI.read(MappingProxyType(m), 0), content)
     assert plain == full
-    assert _read_or_error(read_message, content) == _read_or_error(
+    assert read_or_error(read_message, content) == read_or_error(
         read_message, MappingProxyType(content)
     )

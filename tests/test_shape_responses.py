@@ -18,6 +18,7 @@ import pytest
 from fast_path import read_fast
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reading import read_or_error
 from strategies_responses import responses_histories
 
 from agentstate_reducer import (
@@ -500,13 +501,6 @@ _items = st.fixed_dictionaries(
 )
 
 
-def _read_or_error(read: Any, message: Any) -> Any:
-    try:
-        return read(message)
-    except Exception as exc:  # the two readers must fail alike
-        return type(exc), str(exc)
-
-
 @settings(max_examples=400, deadline=None)
 @given(item=_items)
 def test_the_plain_item_reader_gives_the_full_reader_s_record(item: dict[str, Any]) -> None:
@@ -515,10 +509,10 @@ def test_the_plain_item_reader_gives_the_full_reader_s_record(item: dict[str, An
     from types import MappingProxyType
 
     read = shape._RESPONSES.read
-    assert _read_or_error(lambda i: read(i, 0), item) == _read_or_error(
+    assert read_or_error(lambda i: read(i, 0), item) == read_or_error(
         lambda i: read(MappingProxyType(i), 0), item
     )
-    assert _read_or_error(m.read_message, item) == _read_or_error(
+    assert read_or_error(m.read_message, item) == read_or_error(
         m.read_message, MappingProxyType(item)
     )
 

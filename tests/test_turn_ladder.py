@@ -320,10 +320,7 @@ def test_a_note_that_lost_its_marker_never_reaches_the_hooks() -> None:
     assert sum(str(m.get("content")).startswith(note) for m in stored) == 1
     assert not any(injected_kind(m) for m in stored)
     before = len(handed)
-    later = [*stored, {"role": "assistant", "content": "answer 0: done"}]
-    for t in range(1, 12):
-        later += [{"role": "user", "content": f"turn {t}: " + "word " * 200},
-                  {"role": "assistant", "content": f"answer {t} " + "word " * 200}]
+    later = _answered_then_later(stored)
     result = reducer.reduce(later)
     assert not any("turn 0:" in str(m.get("content")) for m in result.surviving)
     gone = handed[before:]
@@ -332,6 +329,15 @@ def test_a_note_that_lost_its_marker_never_reaches_the_hooks() -> None:
     assert contents.count("turn 0: please work through the steps") == 1
     assert contents.count("[turn note: not one, just how I start]") == 1
 
+
+
+def _answered_then_later(stored: list[Any]) -> list[Any]:
+    """``stored``, its turn answered, then eleven chat turns of 200 words each way."""
+    later = [*stored, {"role": "assistant", "content": "answer 0: done"}]
+    for t in range(1, 12):
+        later += [{"role": "user", "content": f"turn {t}: " + "word " * 200},
+                  {"role": "assistant", "content": f"answer {t} " + "word " * 200}]
+    return later
 
 
 def _chat_turn(steps: int, words: int) -> list[dict[str, Any]]:
@@ -366,10 +372,7 @@ def test_a_turn_note_is_never_summarised(marked: bool) -> None:
         m if marked or injected_kind(m) != TURN_NOTE_KIND else _unmarked(m)
         for m in first.surviving
     ]
-    later = [*stored, {"role": "assistant", "content": "answer 0: done"}]
-    for t in range(1, 12):
-        later += [{"role": "user", "content": f"turn {t}: " + "word " * 200},
-                  {"role": "assistant", "content": f"answer {t} " + "word " * 200}]
+    later = _answered_then_later(stored)
     result = reducer.reduce(later)
     assert not any("turn 0:" in str(m.get("content")) for m in result.surviving)
     given = [str(m.get("content")) for batch in batches for m in batch]
