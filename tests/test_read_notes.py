@@ -114,3 +114,30 @@ def test_the_note_in_a_text_is_the_whole_text_or_its_last_paragraph() -> None:
     assert turn_note_in(NOTE + "\n\n" + NOTE) == NOTE  # the latest of two
     for text in ("turn 0: go", NOTE + "\n\nand then?", "go " + NOTE, None, 3, ["x"]):
         assert turn_note_in(text) is None, text
+
+
+def test_a_reduce_looks_for_notes_in_the_records_it_read(monkeypatch: Any) -> None:
+    """The summariser and the hand-over ask each pruned message for a note through the
+    records the reduce already holds: no message is read again for it."""
+    import agentstate_reducer.read.notes as notes
+    from agentstate_reducer import MessageReducer, ReducerConfig
+
+    again: list[Any] = []
+    real = notes.read_message
+
+    def reading(message: Any, *args: Any) -> Any:
+        again.append(message)
+        return real(message, *args)
+
+    monkeypatch.setattr(notes, "read_message", reading)
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"}
+               for i in range(200)]
+    summarised: list[list[Any]] = []
+    handed: list[Any] = []
+    reducer = MessageReducer(config=ReducerConfig(
+        min_messages=20, max_messages=40, summarize_fn=lambda b: summarised.append(b) or "s",
+        on_prune=[lambda pruned, namespace: handed.extend(pruned)],
+    ))
+    result = reducer.reduce(history)
+    assert len(summarised[0]) == len(result.pruned) == len(handed) > 100
+    assert again == []

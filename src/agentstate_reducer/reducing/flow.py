@@ -29,7 +29,10 @@ def reduce_flow(reducer: _Core, existing: Any, new: Any, namespace: Any) -> _Flo
         prepared = prepare(reducer, existing, inputs, namespace)
     except RecursionError:
         _too_deep(inputs)
-    summary = yield from summarise(reducer, prepared.messages, prepared.plan, namespace)
+    records = None if prepared.memo is None else prepared.memo[0]
+    summary = yield from summarise(
+        reducer, prepared.messages, prepared.plan, namespace, records
+    )
     done, handed = result(reducer, prepared, summary, namespace)
     done = yield from hand_over(
         reducer, done, handed, inputs, prepared, summary.block, namespace

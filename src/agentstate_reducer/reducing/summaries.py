@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..config import ReducerResult
 from ..plan import Plan
-from ..read import TURN_NOTE_KIND, injected_kind, is_injected, reply_text, without_turn_note
+from ..read import (
+    TURN_NOTE_KIND,
+    MessageRecord,
+    injected_kind,
+    is_injected,
+    reply_text,
+    without_turn_note,
+)
 from ..summary import (
     DEFAULT_SUMMARY_TOKENS,
     covered,
@@ -37,13 +44,18 @@ class _Summary(NamedTuple):
 
 
 def summarise(
-    reducer: _Summarising, messages: list[Any], plan: Plan, namespace: Any
+    reducer: _Summarising,
+    messages: list[Any],
+    plan: Plan,
+    namespace: Any,
+    records: Sequence[MessageRecord] | None = None,
 ) -> Generator[_Effect, Any, _Summary]:
     """The summary a reduce injects or reports: yields the effect that asks
-    ``summarize_fn``, then fits its reply to the block's share of the budget."""
+    ``summarize_fn``, then fits its reply to the block's share of the budget.
+    ``records``: the records the reduce read of ``messages``, when it holds them."""
     text: str | None = None
     block = 0
-    batch = reducer._to_summarize(messages, plan)
+    batch = reducer._to_summarize(messages, plan, records)
     if batch is not None:
         text = yield from reducer._summary(batch)
         if text is not None:
@@ -56,7 +68,9 @@ class _Summarising(_Preparing):
 
     # -- summaries: the decisions, no I/O ------------------------------------------------
 
-    def _to_summarize(self, messages: list[Any], plan: Plan) -> list[Any] | None:
+    def _to_summarize(
+        self, messages: list[Any], plan: Plan, records: Sequence[MessageRecord] | None = None
+    ) -> list[Any] | None:
         """What ``summarize_fn`` gets, or ``None`` when this reduce needs no summary."""
         if self.config.summarize_fn is None or not plan.pruned:
             return None
@@ -67,7 +81,10 @@ class _Summarising(_Preparing):
             m = messages[i]
             if injected_kind(m) == TURN_NOTE_KIND:
                 continue
-            asked = m if is_injected(m) else without_turn_note(m)
+            asked = (
+                m if is_injected(m)
+                else without_turn_note(m, None if records is None else records[i])
+            )
             if asked is not None:
                 batch.append(asked)
         if not batch or (self.config.inject_summary and all(map(is_injected, batch))):
