@@ -23,7 +23,6 @@ def _needs_add_messages(reducer: _Remembering, left: list[Any], right: list[Any]
     return bool(new_ids) and reducer._holds_an_id(left, new_ids)
 
 
-
 #: No message: what :meth:`_Remembering._keep` is given when it forgets no chain.
 _NONE: Any = object()
 
