@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from ..read import (
     AI,
-    BLANK_PART,
     HUMAN,
     REASONING_PART,
     SYSTEM,
     content_kinds,
 )
 from .rules import (
-    _KNOWN_ROLES,
     ALTERNATION,
     DUPLICATE_RESULT,
-    EMPTY_TEXT,
     FIRST_NOT_USER,
     LATE_RESULT,
     ORPHAN_RESULT,
@@ -22,32 +19,36 @@ from .rules import (
     SPLIT_PARALLEL,
     UNANSWERED_CALL,
     Problem,
-    _Checks,
-    _unknown_role,
+    _PartChecks,
 )
 
 
-class _BedrockChecker(_Checks):
+class _BedrockChecker(_PartChecks):
     """Bedrock Converse rules, in Bedrock's wording: user and assistant messages alternate,
     and each assistant ``toolUse`` is answered by a ``toolResult`` in the next message."""
+
+    NO_PARTS = (
+        'message {index} has no content: "The content field in the Message object at '
+        'messages.{index} is empty."',
+        "give it a content block, or drop it",
+    )
+    BLANK = (
+        '"The text field in the ContentBlock object at messages.{index}.content.{at} is '
+        'blank."',
+        "remove the empty text block or give it text",
+    )
 
     def run(self) -> list[Problem]:
         kinds = [content_kinds(m, i) for i, m in enumerate(self.messages)]
         thinking = any(
             v.role == AI and REASONING_PART in k for v, k in zip(self.views, kinds, strict=True)
         )
-        current = max(
-            (i for i, v in enumerate(self.views) if v.role == HUMAN and not v.answers),
-            default=-1,
-        )
+        current = self.current()
         last_ai = max((i for i, v in enumerate(self.views) if v.role == AI), default=-1)
         previous: str | None = None
         open_calls: tuple[int, tuple[str, ...]] | None = None
-        for i, view in enumerate(self.views):
+        for i, view in self.known():
             role = view.role
-            if role not in _KNOWN_ROLES:  # for every provider, before its own rules
-                self.problems.append(_unknown_role(i, role))
-                continue
             if role == SYSTEM:
                 continue  # the request's top-level system, planned as a message
             if role not in (HUMAN, AI):
@@ -59,7 +60,7 @@ class _BedrockChecker(_Checks):
                 )
                 previous = role
                 continue
-            self._empty(i, kinds[i])
+            self.empty(i, kinds[i])
             if previous is None and role != HUMAN:
                 self.add(
                     i,
@@ -101,26 +102,7 @@ class _BedrockChecker(_Checks):
                 self._results(i, view.answers, open_calls)
                 open_calls = None
             previous = role
-        return sorted(self.problems, key=lambda p: p.index)
-
-    def _empty(self, index: int, kinds: tuple[str, ...]) -> None:
-        if not kinds:
-            self.add(
-                index,
-                EMPTY_TEXT,
-                f"message {index} has no content: \"The content field in the Message object "
-                f'at messages.{index} is empty."',
-                "give it a content block, or drop it",
-            )
-        elif BLANK_PART in kinds:
-            at = kinds.index(BLANK_PART)
-            self.add(
-                index,
-                EMPTY_TEXT,
-                f"\"The text field in the ContentBlock object at messages.{index}.content.{at} "
-                'is blank."',
-                "remove the empty text block or give it text",
-            )
+        return self.found()
 
     def _unanswered(
         self, at: int, open_calls: tuple[int, tuple[str, ...]], answered: tuple[str, ...]

@@ -16,7 +16,6 @@ from ..read import (
     reasoning_parts,
 )
 from .rules import (
-    _KNOWN_ROLES,
     ALTERNATION,
     DUPLICATE_RESULT,
     EMPTY_TEXT,
@@ -34,7 +33,6 @@ from .rules import (
     Problem,
     _Checks,
     _ids,
-    _unknown_role,
 )
 
 
@@ -142,11 +140,8 @@ class _Checker(_Checks):
 
     def run(self) -> list[Problem]:
         last = len(self.views) - 1
-        for i, view in enumerate(self.views):
+        for i, view in self.known():
             role = view.role
-            if role not in _KNOWN_ROLES:  # for every provider, before its own rules
-                self.problems.append(_unknown_role(i, role))
-                continue
             if role == SYSTEM:
                 if not self.anthropic:
                     self.close(i)  # OpenAI: nothing may come between calls and their results
@@ -167,7 +162,7 @@ class _Checker(_Checks):
             self._thinking_checks()
         else:
             self._reasoning_content_checks()
-        return sorted(self.problems, key=lambda p: p.index)
+        return self.found()
 
     def _turns(self) -> list[list[int]]:
         """The assistant turns: runs of consecutive ai messages (system messages aside)."""

@@ -6,7 +6,6 @@ from typing import Any
 
 from ..read import (
     AI,
-    BLANK_PART,
     HUMAN,
     SYSTEM,
     TOOL_RESULT_PART,
@@ -15,11 +14,9 @@ from ..read import (
     content_kinds,
 )
 from .rules import (
-    _KNOWN_ROLES,
     ALTERNATION,
     CALL_TURN_ORDER,
     DUPLICATE_RESULT,
-    EMPTY_TEXT,
     FIRST_NOT_USER,
     LATE_RESULT,
     MISSING_SIGNATURE,
@@ -27,15 +24,24 @@ from .rules import (
     RESPONSE_COUNT,
     UNANSWERED_CALL,
     Problem,
-    _Checks,
     _ids,
-    _unknown_role,
+    _PartChecks,
 )
 
 
-class _GeminiChecker(_Checks):
+class _GeminiChecker(_PartChecks):
     """Gemini ``contents`` rules, in Gemini's wording: a function call turn is answered by
     the very next content, one function response part per function call part."""
+
+    NO_PARTS = (
+        'content {index} has no parts: "contents.parts must not be empty"',
+        "give it a part, or drop it",
+    )
+    BLANK = (
+        'text part parts[{at}] is empty: "Unable to submit request because it has an empty '
+        'text parameter."',
+        "remove the empty text part or give it text",
+    )
 
     def __init__(self, messages: list[Any]) -> None:
         super().__init__(messages)
@@ -63,16 +69,10 @@ class _GeminiChecker(_Checks):
             v.role == AI and call_signatures(m)[0]
             for m, v in zip(self.messages, self.views, strict=True)
         )
-        current = max(
-            (i for i, v in enumerate(self.views) if v.role == HUMAN and not v.answers),
-            default=-1,
-        )
+        current = self.current()
         previous: str | None = None
-        for i, view in enumerate(self.views):
+        for i, view in self.known():
             role = view.role
-            if role not in _KNOWN_ROLES:  # for every provider, before its own rules
-                self.problems.append(_unknown_role(i, role))
-                continue
             if role == SYSTEM:
                 continue  # the request's systemInstruction, planned as a message
             if role not in (HUMAN, AI):
@@ -87,7 +87,7 @@ class _GeminiChecker(_Checks):
                 previous = role
                 continue
             kinds = content_kinds(self.messages[i], i)
-            self._empty(i, kinds)
+            self.empty(i, kinds)
             if previous is None and role != HUMAN:
                 self.add(
                     i,
@@ -106,24 +106,7 @@ class _GeminiChecker(_Checks):
             else:
                 self.close(i)
             previous = role
-        return sorted(self.problems, key=lambda p: p.index)
-
-    def _empty(self, index: int, kinds: tuple[str, ...]) -> None:
-        if not kinds:
-            self.add(
-                index,
-                EMPTY_TEXT,
-                f'content {index} has no parts: "contents.parts must not be empty"',
-                "give it a part, or drop it",
-            )
-        elif BLANK_PART in kinds:
-            self.add(
-                index,
-                EMPTY_TEXT,
-                f"text part parts[{kinds.index(BLANK_PART)}] is empty: \"Unable to submit "
-                'request because it has an empty text parameter."',
-                "remove the empty text part or give it text",
-            )
+        return self.found()
 
     def _calls(
         self,

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ReducerError
 from ..read import (
     AI,
+    BLANK_PART,
     FUNCTION,
     HUMAN,
     SYSTEM,
     TOOL,
+    MessageRecord,
     read_messages,
 )
 
@@ -200,3 +202,43 @@ class _Checks:
 
     def add(self, index: int, rule: str, detail: str, fix: str) -> None:
         self.problems.append(Problem(index, rule, detail, fix))
+
+    def known(self) -> Iterator[tuple[int, MessageRecord]]:
+        """Each message whose role is known, with its record; any other is reported as
+        :data:`UNKNOWN_ROLE` (for every provider, before its own rules) and skipped."""
+        for i, view in enumerate(self.views):
+            if view.role in _KNOWN_ROLES:
+                yield i, view
+            else:
+                self.problems.append(_unknown_role(i, view.role))
+
+    def current(self) -> int:
+        """The index of the current turn's question (the last human message that answers
+        no call), ``-1`` when there is none."""
+        return max(
+            (i for i, v in enumerate(self.views) if v.role == HUMAN and not v.answers),
+            default=-1,
+        )
+
+    def found(self) -> list[Problem]:
+        """The problems, in message order."""
+        return sorted(self.problems, key=lambda p: p.index)
+
+
+class _PartChecks(_Checks):
+    """A checker whose provider refuses a message without parts and a blank text part,
+    each in its own words: :attr:`NO_PARTS` and :attr:`BLANK`."""
+
+    #: ``(detail, fix)`` of a message without parts; ``{index}`` is its index.
+    NO_PARTS: tuple[str, str]
+    #: ``(detail, fix)`` of a blank text part; ``{at}`` is the part's position.
+    BLANK: tuple[str, str]
+
+    def empty(self, index: int, kinds: tuple[str, ...]) -> None:
+        """Report message ``index`` if it has no parts or a blank text part."""
+        if not kinds:
+            detail, fix = self.NO_PARTS
+            self.add(index, EMPTY_TEXT, detail.format(index=index), fix)
+        elif BLANK_PART in kinds:
+            detail, fix = self.BLANK
+            self.add(index, EMPTY_TEXT, detail.format(index=index, at=kinds.index(BLANK_PART)), fix)
