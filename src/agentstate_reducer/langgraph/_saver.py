@@ -5,7 +5,16 @@ from __future__ import annotations
 import builtins
 import copy
 import threading
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -24,6 +33,7 @@ from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..outbox.relay import staged
 from ..read import read_message
 from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
+from ..reducing.effects import _adrive, _drive
 from ._joint import Joint, joint_for
 from ._retention import DeltaFloors, Retention, retention_for
 from ._shared import share_locks
@@ -158,6 +168,26 @@ async def aapply_reducer(
 def _where(config: RunnableConfig) -> tuple[str, str]:
     configurable = config["configurable"]
     return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
+
+
+class _Call:
+    """A step of :meth:`ReducingSaver._putting`: :func:`_drive` calls ``sync(*args)``,
+    :func:`_adrive` awaits ``asynchronous(*args)``."""
+
+    __slots__ = ("args", "asynchronous", "sync")
+
+    def __init__(
+        self, sync: Callable[..., Any], asynchronous: Callable[..., Awaitable[Any]], *args: Any
+    ) -> None:
+        self.sync = sync
+        self.asynchronous = asynchronous
+        self.args = args
+
+    def call(self) -> Any:
+        return self.sync(*self.args)
+
+    async def acall(self) -> Any:
+        return await self.asynchronous(*self.args)
 
 
 _variants: dict[tuple[type, frozenset[str]], type] = {}
@@ -385,27 +415,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        if self._sweeper is not None:
-            metadata = self._sweeper.before_put(config, metadata)
-        joint = self._joint
-        if joint is not None and not joint.is_async and joint.decided():
-            with staged(joint.outbox) as box:
-                try:
-                    checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
-                    if box.rows:
-                        stored = joint.put(box, config, checkpoint, metadata, new_versions)
-                    else:
-                        stored = self.inner.put(config, checkpoint, metadata, new_versions)
-                except BaseException as exc:
-                    box.settle(exc)  # the reducer releases the batch for a later reduce
-                    raise
-                box.settle()
-        else:
-            if not self.passthrough:
-                checkpoint = apply_reducer(self.reducer, checkpoint, config, self.messages_key)
-            stored = self.inner.put(config, checkpoint, metadata, new_versions)
-        self._retain(config, stored, checkpoint, metadata)
-        return stored
+        return _drive(self._putting(config, checkpoint, metadata, new_versions, is_async=False))
 
     async def aput(
         self,
@@ -414,31 +424,64 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        if self._sweeper is not None:
-            metadata = await self._sweeper.abefore_put(config, metadata)
-        joint = self._joint
-        if joint is not None and joint.is_async and await joint.adecided():
+        return await _adrive(
+            self._putting(config, checkpoint, metadata, new_versions, is_async=True)
+        )
+
+    def _putting(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        is_async: bool,
+    ) -> Generator[_Call, Any, RunnableConfig]:
+        """Every decision of :meth:`put` (``is_async``: :meth:`aput`), yielding each call to
+        the sweeper, the reducer, the joint commit, the inner saver and retention."""
+        sweeper, joint, inner = self._sweeper, self._joint, self.inner
+        if sweeper is not None:
+            metadata = yield _Call(sweeper.before_put, sweeper.abefore_put, config, metadata)
+        stored: RunnableConfig
+        if (
+            joint is not None
+            and joint.is_async == is_async
+            and (yield _Call(joint.decided, joint.adecided))
+        ):
             with staged(joint.outbox) as box:
                 try:
-                    checkpoint = await aapply_reducer(
-                        self.reducer, checkpoint, config, self.messages_key
-                    )
+                    checkpoint = yield self._reducing(checkpoint, config)
                     if box.rows:
-                        stored = await joint.aput(box, config, checkpoint, metadata, new_versions)
+                        stored = yield _Call(
+                            joint.put, joint.aput, box, config, checkpoint, metadata, new_versions
+                        )
                     else:
-                        stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
+                        stored = yield _Call(
+                            inner.put, inner.aput, config, checkpoint, metadata, new_versions
+                        )
                 except BaseException as exc:
-                    box.settle(exc)
+                    box.settle(exc)  # the reducer releases the batch for a later reduce
                     raise
                 box.settle()
         else:
             if not self.passthrough:
-                checkpoint = await aapply_reducer(
-                    self.reducer, checkpoint, config, self.messages_key
-                )
-            stored = await self.inner.aput(config, checkpoint, metadata, new_versions)
-        await self._aretain(config, stored, checkpoint, metadata)
+                checkpoint = yield self._reducing(checkpoint, config)
+            stored = yield _Call(inner.put, inner.aput, config, checkpoint, metadata, new_versions)
+        keep, retention = self.keep_checkpoints, self._retention
+        if retention is not None and keep is not None:
+            # Keep what a DeltaChannel is rebuilt from.
+            parent = config["configurable"].get("checkpoint_id")
+            floors = self._floors
+            floor = yield _Call(
+                floors.note, floors.anote, inner, stored, checkpoint, metadata, parent, keep
+            )
+            yield _Call(retention.keep_latest, retention.akeep_latest, *_where(stored), keep, floor)
         return stored
+
+    def _reducing(self, checkpoint: Checkpoint, config: RunnableConfig) -> _Call:
+        return _Call(
+            apply_reducer, aapply_reducer, self.reducer, checkpoint, config, self.messages_key
+        )
 
     # -- retention -------------------------------------------------------------------
 
@@ -459,29 +502,6 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
         if self._sweeper is None:
             raise ConfigError("sweep() needs ReducingSaver(..., ttl=ThreadTTL(...))")
         return self._sweeper
-
-    def _retain(
-        self, config: RunnableConfig, stored: RunnableConfig, checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-    ) -> None:
-        """``keep_checkpoints`` after a write, keeping what a DeltaChannel is rebuilt from."""
-        keep = self.keep_checkpoints
-        if self._retention is None or keep is None:
-            return
-        parent = config["configurable"].get("checkpoint_id")
-        floor = self._floors.note(self.inner, stored, checkpoint, metadata, parent, keep)
-        self._retention.keep_latest(*_where(stored), keep, floor)
-
-    async def _aretain(
-        self, config: RunnableConfig, stored: RunnableConfig, checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-    ) -> None:
-        keep = self.keep_checkpoints
-        if self._retention is None or keep is None:
-            return
-        parent = config["configurable"].get("checkpoint_id")
-        floor = await self._floors.anote(self.inner, stored, checkpoint, metadata, parent, keep)
-        await self._retention.akeep_latest(*_where(stored), keep, floor)
 
     # -- delegated -----------------------------------------------------------------
 

@@ -1,11 +1,12 @@
 """The effects the core yields (summarise this batch, hand that batch to a hook) and the two
-drivers that run them: :func:`_drive` calls each, :func:`_adrive` awaits each."""
+drivers that run them: :func:`_drive` calls each, :func:`_adrive` awaits each (any flow of
+effects with ``call`` and ``acall``: the LangGraph saver's writes are driven by them too)."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, TypeVar, cast
 
 from ..config import ReducerResult, RememberFn, SummarizeFn
 from ..errors import ConfigTypeError
@@ -68,9 +69,19 @@ _Effect = _Summarise | _Hand
 #: The core of a reduce: yields effects, is sent their values, returns the result.
 _Flow = Generator[_Effect, Any, ReducerResult[Any]]
 
+_T = TypeVar("_T")
+
+
+class _Step(Protocol):
+    """What a driver runs: :meth:`call` for the sync driver, :meth:`acall` for the async one."""
+
+    def call(self) -> Any: ...
+
+    async def acall(self) -> Any: ...
+
 
 def _resume(
-    flow: _Flow, value: Any = None, error: BaseException | None = None
+    flow: Generator[_Step, Any, Any], value: Any = None, error: BaseException | None = None
 ) -> tuple[bool, Any]:
     """``(True, the result)`` once ``flow`` returns, else ``(False, its next effect)``:
     ``flow`` is sent ``value``, or thrown ``error``."""
@@ -96,18 +107,18 @@ async def _aoutcome(call: Callable[[], Awaitable[Any]]) -> tuple[Any, BaseExcept
         return None, exc
 
 
-def _drive(flow: _Flow) -> ReducerResult[Any]:
+def _drive(flow: Generator[_Step, Any, _T]) -> _T:
     """The sync driver: run each effect; send back its value, or throw in its error
     (the core decides what an error means, and what propagates)."""
     done, got = _resume(flow)
     while not done:
         done, got = _resume(flow, *_outcome(got.call))
-    return cast(ReducerResult[Any], got)
+    return cast("_T", got)
 
 
-async def _adrive(flow: _Flow) -> ReducerResult[Any]:
+async def _adrive(flow: Generator[_Step, Any, _T]) -> _T:
     """The async driver: :func:`_drive`, awaiting each effect."""
     done, got = _resume(flow)
     while not done:
         done, got = _resume(flow, *await _aoutcome(got.acall))
-    return cast(ReducerResult[Any], got)
+    return cast("_T", got)
