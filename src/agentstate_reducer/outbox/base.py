@@ -432,6 +432,15 @@ def check_identifier(name: str, value: object) -> str:
     return value
 
 
+def check_one_of(**given: object) -> None:
+    """Exactly one of two alternative arguments is given (is not ``None``)."""
+    (first, a), (second, b) = given.items()
+    if (a is None) == (b is None):
+        raise ConfigError(
+            f"give exactly one of {first} and {second}, got {first}={a!r}, {second}={b!r}"
+        )
+
+
 def check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{name} must be an int >= 1, got {value!r}")

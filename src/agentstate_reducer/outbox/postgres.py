@@ -30,6 +30,7 @@ from .base import (
     Row,
     Status,
     check_identifier,
+    check_one_of,
     check_positive_int,
     check_seconds,
     make_job,
@@ -329,10 +330,7 @@ class PostgresOutbox(Outbox):
         max_idle: int = 4,
     ) -> None:
         super().__init__(max_attempts=max_attempts)
-        if (conninfo is None) == (pool is None):
-            raise ConfigError(
-                f"give exactly one of conninfo and pool, got conninfo={conninfo!r}, pool={pool!r}"
-            )
+        check_one_of(conninfo=conninfo, pool=pool)
         if conninfo is not None and not isinstance(conninfo, str):
             raise ConfigTypeError(f"conninfo must be a connection string, got {conninfo!r:.80}")
         if pool is not None and not callable(getattr(pool, "connection", None)):

@@ -29,6 +29,7 @@ from .base import (
     Outbox,
     Row,
     Status,
+    check_one_of,
     check_seconds,
     make_job,
 )
@@ -117,13 +118,22 @@ return out
 """
 )
 
+# Whether job ``id`` is claimed under ``lease``: only its holder may ack, fail or renew it.
+_HELD = """
+local function held(id, lease)
+    return redis.call('HGET', KEYS[6], id) == lease and redis.call('ZSCORE', KEYS[10], id)
+end
+"""
+
 _ACK = (
     _NOW
+    + _HELD
     + """
 local n = 0
 for i = 1, #ARGV, 2 do
     local id = ARGV[i]
-    if redis.call('HGET', KEYS[6], id) == ARGV[i + 1] and redis.call('ZREM', KEYS[10], id) == 1 then
+    if held(id, ARGV[i + 1]) then
+        redis.call('ZREM', KEYS[10], id)
         redis.call('HDEL', KEYS[6], id)
         redis.call('ZADD', KEYS[12], now, id)
         n = n + 1
@@ -135,11 +145,13 @@ return n
 
 _FAIL = (
     _NOW
+    + _HELD
     + """
 local id = ARGV[1]
-if redis.call('HGET', KEYS[6], id) ~= ARGV[2] or redis.call('ZREM', KEYS[10], id) == 0 then
+if not held(id, ARGV[2]) then
     return false
 end
+redis.call('ZREM', KEYS[10], id)
 redis.call('HDEL', KEYS[6], id)
 redis.call('HSET', KEYS[7], id, ARGV[3])
 if ARGV[6] == '1' or tonumber(redis.call('HGET', KEYS[5], id) or '0') >= tonumber(ARGV[5]) then
@@ -158,12 +170,13 @@ return 'ready'
 
 _RENEW = (
     _NOW
+    + _HELD
     + """
 local expires = now + tonumber(ARGV[1])
 local n = 0
 for i = 2, #ARGV, 2 do
     local id = ARGV[i]
-    if redis.call('HGET', KEYS[6], id) == ARGV[i + 1] and redis.call('ZSCORE', KEYS[10], id) then
+    if held(id, ARGV[i + 1]) then
         redis.call('ZADD', KEYS[10], expires, id)
         n = n + 1
     end
@@ -312,10 +325,7 @@ class RedisOutbox(Outbox):
         connect_timeout: float = 10.0,
     ) -> None:
         super().__init__(max_attempts=max_attempts)
-        if (url is None) == (client is None):
-            raise ConfigError(
-                f"give exactly one of url and client, got url={url!r}, client={client!r}"
-            )
+        check_one_of(url=url, client=client)
         if client is not None and not callable(getattr(client, "register_script", None)):
             raise ConfigTypeError(f"client must be a redis.Redis client, got {client!r:.80}")
         if not isinstance(prefix, str) or not prefix:
