@@ -82,15 +82,16 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    reduce = commands.add_parser(
+    reduce = _command(
+        commands,
         "reduce",
+        _cmd_reduce,
         help="prune a transcript as MessageReducer would",
         description=(
             "Prune a transcript as MessageReducer would and write the surviving messages "
             "(stdout, or --out FILE) in the shape they were read in."
         ),
     )
-    reduce.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
     count = reduce.add_argument_group("count mode (the default)")
     count.add_argument("--max-messages", type=_non_negative, metavar="N",
                        help=f"prune when there are more than N messages (default: "
@@ -124,10 +125,11 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                             "the latest step")
     _add_output(reduce, "a table of every message, kept or pruned and why, instead of the "
                         "messages (with --out, the file is written too)")
-    reduce.set_defaults(run=_cmd_reduce)
 
-    trim = commands.add_parser(
+    trim = _command(
+        commands,
         "trim",
+        _cmd_trim,
         help="cut a transcript to a token budget as trim_messages would",
         description=(
             "Cut a transcript to a token budget as trim_messages would (LangChain's "
@@ -135,7 +137,6 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
             "kept messages in the shape they were read in."
         ),
     )
-    trim.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
     budget = trim.add_argument_group("budget")
     budget.add_argument("--max-tokens", type=_non_negative, required=True, metavar="N",
                         help="the token budget")
@@ -166,15 +167,14 @@ def _parser(prog: str | None) -> argparse.ArgumentParser:
                           "LangChain's trim_messages does")
     _add_output(trim, "a table of every message, kept, partial or trimmed, instead of the "
                       "messages (with --out, the file is written too)")
-    trim.set_defaults(run=_cmd_trim)
 
-    count_cmd = commands.add_parser(
+    _command(
+        commands,
         "count",
+        _cmd_count,
         help="print per-message and total tokens with each counter",
         description="Print per-message and total tokens with each available counter.",
     )
-    count_cmd.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
-    count_cmd.set_defaults(run=_cmd_count)
     return parser
 
 
@@ -185,6 +185,23 @@ def _counter_name(value: str) -> str:
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
+
+
+def _command(
+    commands: Any,
+    name: str,
+    run: Callable[[argparse.Namespace], int],
+    *,
+    help: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """The subcommand ``name``, reading one transcript (``FILE``) and run by ``run``."""
+    command: argparse.ArgumentParser = commands.add_parser(
+        name, help=help, description=description
+    )
+    command.add_argument("file", metavar="FILE", help="the transcript; '-' reads standard input")
+    command.set_defaults(run=run)
+    return command
 
 
 def _add_counter(group: Any) -> None:
