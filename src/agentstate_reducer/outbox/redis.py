@@ -118,10 +118,22 @@ return out
 """
 )
 
-# Whether job ``id`` is claimed under ``lease``: only its holder may ack, fail or renew it.
+# held(id, lease): whether job ``id`` is claimed under ``lease`` (only its holder may ack,
+# fail or renew it); each_held(first, fn): fn(id) for each (id, lease) pair of ARGV from
+# ``first`` on whose job is held, returning how many were.
 _HELD = """
 local function held(id, lease)
     return redis.call('HGET', KEYS[6], id) == lease and redis.call('ZSCORE', KEYS[10], id)
+end
+local function each_held(first, fn)
+    local n = 0
+    for i = first, #ARGV, 2 do
+        if held(ARGV[i], ARGV[i + 1]) then
+            fn(ARGV[i])
+            n = n + 1
+        end
+    end
+    return n
 end
 """
 
@@ -129,17 +141,11 @@ _ACK = (
     _NOW
     + _HELD
     + """
-local n = 0
-for i = 1, #ARGV, 2 do
-    local id = ARGV[i]
-    if held(id, ARGV[i + 1]) then
-        redis.call('ZREM', KEYS[10], id)
-        redis.call('HDEL', KEYS[6], id)
-        redis.call('ZADD', KEYS[12], now, id)
-        n = n + 1
-    end
-end
-return n
+return each_held(1, function(id)
+    redis.call('ZREM', KEYS[10], id)
+    redis.call('HDEL', KEYS[6], id)
+    redis.call('ZADD', KEYS[12], now, id)
+end)
 """
 )
 
@@ -173,15 +179,9 @@ _RENEW = (
     + _HELD
     + """
 local expires = now + tonumber(ARGV[1])
-local n = 0
-for i = 2, #ARGV, 2 do
-    local id = ARGV[i]
-    if held(id, ARGV[i + 1]) then
-        redis.call('ZADD', KEYS[10], expires, id)
-        n = n + 1
-    end
-end
-return n
+return each_held(2, function(id)
+    redis.call('ZADD', KEYS[10], expires, id)
+end)
 """
 )
 
