@@ -4,6 +4,7 @@ summariser, rolling folds, failing closed, the summary's room in the budget, pin
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import re
 import threading
@@ -424,6 +425,11 @@ def test_summarize_with_names_a_bad_argument(kwargs: dict[str, Any], name: str) 
 def test_summarizer_is_exported_and_repr_names_the_model() -> None:
     fn = summarize_with(FactModel(), max_tokens=99)
     assert isinstance(fn, Summarizer) and "max_tokens=99" in repr(fn)
+
+
+def test_summarize_with_takes_the_parameters_of_summarizer_with_their_defaults() -> None:
+    """Both signatures are public and written out: this keeps them one list."""
+    assert inspect.signature(summarize_with).parameters == inspect.signature(Summarizer).parameters
 
 
 # -- pins --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
@@ -898,3 +899,13 @@ def test_trim_selection_names_the_input_index_of_each_kept_message(
     assert [m for _, m in selection.kept] == trim_messages(messages, **options)
     for i, message in selection.kept:
         assert (message is messages[i]) == (i not in selection.partial)
+
+
+def test_trim_selection_takes_the_options_of_trim_messages_with_their_defaults() -> None:
+    """Both signatures are public and written out: this keeps them one list."""
+    from agentstate_reducer.trim import trim_selection
+
+    def options(fn: Any) -> list[inspect.Parameter]:
+        return list(inspect.signature(fn).parameters.values())[1:]  # after ``messages``
+
+    assert options(trim_selection) == options(trim_messages)
