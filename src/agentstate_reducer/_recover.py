@@ -8,7 +8,7 @@ import enum
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, TypeVar
 
 from .config import ReducerResult
@@ -17,6 +17,7 @@ from .hooks import namespace_key as _key
 from .recovery import SIGNATURE, ProviderError, classify_error, retry_size
 from .recovery import strip_reasoning as _strip
 from .reducer import MessageReducer
+from .reducing.effects import _adrive, _Call, _drive
 from .tokens import REPLY_PRIMING_TOKENS
 
 __all__ = ("Recovery",)
@@ -190,20 +191,24 @@ class Recovery:
     ) -> list[Any] | None:
         """The messages to send once more after ``error`` refused ``sent``, or ``None``
         when retrying cannot help (raise ``error``). Runs ``reducer.reduce()``."""
-        sent = list(sent)
-        retry = self._decide(sent, error, namespace)
-        if retry is _REDUCE:
-            retry = self._finish(self.reducer.reduce(sent, namespace=namespace))
-        return None if retry is None or _same(retry, sent) else retry
+        return _drive(self._retrying(list(sent), error, namespace))
 
     async def aretry_messages(
         self, sent: Sequence[Any], error: BaseException, namespace: Any = None
     ) -> list[Any] | None:
         """:meth:`retry_messages` awaiting ``reducer.areduce()``."""
-        sent = list(sent)
+        return await _adrive(self._retrying(list(sent), error, namespace))
+
+    def _retrying(
+        self, sent: list[Any], error: BaseException, namespace: Any
+    ) -> Generator[_Call, Any, list[Any] | None]:
+        """What :meth:`retry_messages` decides, yielding the reduce it may need."""
         retry = self._decide(sent, error, namespace)
         if retry is _REDUCE:
-            retry = self._finish(await self.reducer.areduce(sent, namespace=namespace))
+            reducer = self.reducer
+            retry = self._finish(
+                (yield _Call(reducer.reduce, reducer.areduce, sent, namespace=namespace))
+            )
         return None if retry is None or _same(retry, sent) else retry
 
     # -- the drivers -------------------------------------------------------------------
@@ -216,19 +221,8 @@ class Recovery:
         The second ``send`` is made outside the handler of the first error, so its error
         (if any) reaches the caller exactly as the provider raised it.
         """
-        sent = self.prepare(messages, namespace)
-        try:
-            return send(sent)
-        except Exception as exc:
-            retry = self.retry_messages(sent, exc, namespace)
-            if retry is None:
-                raise
-        self.retries += 1
-        try:
-            return send(retry)
-        except Exception:
-            self.failed_retries += 1
-            raise
+        result: _T = _drive(self._calling(messages, send, namespace))
+        return result
 
     async def acall(
         self,
@@ -238,16 +232,23 @@ class Recovery:
         namespace: Any = None,
     ) -> _T:
         """The async twin of :meth:`call`."""
+        result: _T = await _adrive(self._calling(messages, send, namespace))
+        return result
+
+    def _calling(
+        self, messages: Sequence[Any], send: Callable[[list[Any]], Any], namespace: Any
+    ) -> Generator[_Call, Any, Any]:
+        """What :meth:`call` does, yielding each send and the reduce a retry may need."""
         sent = self.prepare(messages, namespace)
         try:
-            return await send(sent)
+            return (yield _Call(send, send, sent))
         except Exception as exc:
-            retry = await self.aretry_messages(sent, exc, namespace)
+            retry = yield from self._retrying(sent, exc, namespace)
             if retry is None:
                 raise
         self.retries += 1
         try:
-            return await send(retry)
+            return (yield _Call(send, send, retry))
         except Exception:
             self.failed_retries += 1
             raise

@@ -7,8 +7,6 @@ import copy
 import threading
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
-    Callable,
     Collection,
     Generator,
     Iterator,
@@ -33,7 +31,7 @@ from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..outbox.relay import staged
 from ..read import read_message
 from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
-from ..reducing.effects import _adrive, _drive
+from ..reducing.effects import _adrive, _Call, _drive
 from ._joint import Joint, joint_for
 from ._retention import DeltaFloors, Retention, retention_for
 from ._shared import share_locks
@@ -168,26 +166,6 @@ async def aapply_reducer(
 def _where(config: RunnableConfig) -> tuple[str, str]:
     configurable = config["configurable"]
     return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
-
-
-class _Call:
-    """A step of :meth:`ReducingSaver._putting`: :func:`_drive` calls ``sync(*args)``,
-    :func:`_adrive` awaits ``asynchronous(*args)``."""
-
-    __slots__ = ("args", "asynchronous", "sync")
-
-    def __init__(
-        self, sync: Callable[..., Any], asynchronous: Callable[..., Awaitable[Any]], *args: Any
-    ) -> None:
-        self.sync = sync
-        self.asynchronous = asynchronous
-        self.args = args
-
-    def call(self) -> Any:
-        return self.sync(*self.args)
-
-    async def acall(self) -> Any:
-        return await self.asynchronous(*self.args)
 
 
 _variants: dict[tuple[type, frozenset[str]], type] = {}

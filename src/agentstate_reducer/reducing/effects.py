@@ -1,6 +1,7 @@
 """The effects the core yields (summarise this batch, hand that batch to a hook) and the two
 drivers that run them: :func:`_drive` calls each, :func:`_adrive` awaits each (any flow of
-effects with ``call`` and ``acall``: the LangGraph saver's writes are driven by them too)."""
+steps with ``call`` and ``acall``: a :class:`_Call` drives the LangGraph saver's writes and
+a refused request's retry the same way)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,32 @@ class _Hand(NamedTuple):
     async def acall(self) -> Any:
         got = self.hook(list(self.batch), self.namespace)
         return (await got) if inspect.isawaitable(got) else got
+
+
+class _Call:
+    """A step of a flow outside the reduce (a saver's write, a refused request's retry):
+    :func:`_drive` calls ``sync(*args, **kwargs)``, :func:`_adrive` awaits
+    ``asynchronous(*args, **kwargs)``."""
+
+    __slots__ = ("args", "asynchronous", "kwargs", "sync")
+
+    def __init__(
+        self,
+        sync: Callable[..., Any],
+        asynchronous: Callable[..., Awaitable[Any]],
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
+        self.sync = sync
+        self.asynchronous = asynchronous
+        self.args = args
+        self.kwargs = kwargs
+
+    def call(self) -> Any:
+        return self.sync(*self.args, **self.kwargs)
+
+    async def acall(self) -> Any:
+        return await self.asynchronous(*self.args, **self.kwargs)
 
 
 _Effect = _Summarise | _Hand
