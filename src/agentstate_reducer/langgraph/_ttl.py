@@ -23,7 +23,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,12 +32,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ..errors import ConfigError, ConfigTypeError
+from ..reducing.effects import _adrive, _Call, _drive
 from ._retention import ROOT, Retention, _needs, _walk, retention_for
 
 __all__ = ("STARTED", "Sweeper", "ThreadTTL", "checkpoint_time")
 
 #: Metadata key of the thread's start (unix seconds), written only when ``age`` is set.
 STARTED = "agentstate_thread_started"
+#: A checkpoint not read yet (``None`` is one that is gone).
+_UNREAD: Any = object()
 _STRATEGIES = ("delete", "keep_latest")
 _UUID_EPOCH = 0x01B21DD213814000  # 100-ns intervals from 1582-10-15 to 1970-01-01
 
@@ -169,10 +172,7 @@ def _heads(inner: BaseCheckpointSaver[Any]) -> dict[str, str]:
         return asyncio.run_coroutine_threadsafe(work, inner.loop).result()  # type: ignore[attr-defined]
     heads: dict[str, str] = {}
     for tup in inner.list(None):
-        configurable = tup.config["configurable"]
-        if configurable.get("checkpoint_ns", "") == "":
-            thread, head = str(configurable["thread_id"]), tup.checkpoint["id"]
-            heads[thread] = max(heads.get(thread, head), head)
+        _note_head(heads, tup)
     return heads
 
 
@@ -189,11 +189,16 @@ async def _aheads(inner: BaseCheckpointSaver[Any]) -> dict[str, str]:
         return await asyncio.to_thread(_heads, inner)
     heads: dict[str, str] = {}
     async for tup in inner.alist(None):
-        configurable = tup.config["configurable"]
-        if configurable.get("checkpoint_ns", "") == "":
-            thread, head = str(configurable["thread_id"]), tup.checkpoint["id"]
-            heads[thread] = max(heads.get(thread, head), head)
+        _note_head(heads, tup)
     return heads
+
+
+def _note_head(heads: dict[str, str], tup: Any) -> None:
+    """Keep in ``heads`` the newest root checkpoint of ``tup``'s thread."""
+    configurable = tup.config["configurable"]
+    if configurable.get("checkpoint_ns", "") == "":
+        thread, head = str(configurable["thread_id"]), tup.checkpoint["id"]
+        heads[thread] = max(heads.get(thread, head), head)
 
 
 def _namespaces(inner: BaseCheckpointSaver[Any], thread_id: str) -> builtins.list[str]:
@@ -236,28 +241,26 @@ class Sweeper:
 
     def before_put(self, config: Any, metadata: Any) -> Any:
         """Wait if this thread is being deleted, stamp its start; returns the metadata."""
-        self.start_background()
-        thread_id, checkpoint_ns, parent_id = _parts(config)
-        busy = self._wait_for(thread_id)
-        if busy is not None:
-            busy.wait()
-        if self._age is None or checkpoint_ns:
-            return metadata
-        if thread_id not in self._started:
-            self._learn_start(thread_id, self.inner.get_tuple(config) if parent_id else None)
-        return {**metadata, STARTED: self._started[thread_id]}
+        return _drive(self._stamping(config, metadata))
 
     async def abefore_put(self, config: Any, metadata: Any) -> Any:
-        """Async :meth:`before_put`: the parent is read through ``aget_tuple``."""
+        """Async :meth:`before_put`: the wait is in a thread, the parent is read through
+        ``aget_tuple``."""
+        return await _adrive(self._stamping(config, metadata))
+
+    def _stamping(self, config: Any, metadata: Any) -> Generator[_Call, Any, Any]:
+        """What :meth:`before_put` does, yielding the wait and the read of the parent."""
         self.start_background()
         thread_id, checkpoint_ns, parent_id = _parts(config)
         busy = self._wait_for(thread_id)
         if busy is not None:
-            await asyncio.to_thread(busy.wait)
+            yield _blocking(busy.wait)
         if self._age is None or checkpoint_ns:
             return metadata
         if thread_id not in self._started:
-            parent = await self.inner.aget_tuple(config) if parent_id else None
+            parent = None
+            if parent_id:
+                parent = yield _Call(self.inner.get_tuple, self.inner.aget_tuple, config)
             self._learn_start(thread_id, parent)
         return {**metadata, STARTED: self._started[thread_id]}
 
@@ -272,18 +275,20 @@ class Sweeper:
 
     # -- the sweep -------------------------------------------------------------------
 
-    def _expired(self, head: str, now: float, read: Callable[[str], Any]) -> bool:
+    def _expired(self, thread_id: str, head: str, now: float) -> Generator[_Call, Any, bool]:
+        """Whether the thread whose newest checkpoint is ``head`` expired, yielding the read
+        of that checkpoint when its id does not tell (at most one read)."""
         made = checkpoint_time(head)
-        tup = None
+        tup: Any = _UNREAD
         if made is None:
-            tup = read(head)
+            tup = yield self._reading(thread_id, head)
             made = _ts_time(tup.checkpoint) if tup is not None else None
         if self._idle is not None and made is not None and now - made >= self._idle:
             return True
         if self._age is None:
             return False
-        if tup is None:
-            tup = read(head)
+        if tup is _UNREAD:
+            tup = yield self._reading(thread_id, head)
         if tup is None:
             return False
         started = (tup.metadata or {}).get(STARTED)
@@ -294,41 +299,30 @@ class Sweeper:
             ) or made
         return started is not None and now - started >= self._age
 
+    def _reading(self, thread_id: str, checkpoint_id: str) -> _Call:
+        return _Call(self.inner.get_tuple, self.inner.aget_tuple, _config(thread_id, checkpoint_id))
+
     def sweep(self, now: float | None = None) -> builtins.list[str]:
         """Act on every expired thread; returns their ids. ``now``: unix seconds."""
-        now = time.time() if now is None else now
-        swept = []
-        for thread_id, head in sorted(_heads(self.inner).items()):
-
-            def read(checkpoint_id: str, thread_id: str = thread_id) -> Any:
-                return self.inner.get_tuple(_config(thread_id, checkpoint_id))
-
-            if not self._expired(head, now, read):
-                continue
-            with self._deletion(thread_id):
-                if self._retention is None:
-                    self.inner.delete_thread(thread_id)
-                else:
-                    for ns in _namespaces(self.inner, thread_id):
-                        self._keep_latest(thread_id, ns)
-            swept.append(thread_id)
-        return swept
+        return _drive(self._sweeping(now))
 
     async def asweep(self, now: float | None = None) -> builtins.list[str]:
         """Async :meth:`sweep`, through the saver's async methods."""
+        return await _adrive(self._sweeping(now))
+
+    def _sweeping(self, now: float | None) -> Generator[_Call, Any, builtins.list[str]]:
+        """What :meth:`sweep` does, yielding each read and deletion."""
         now = time.time() if now is None else now
         swept = []
-        for thread_id, head in sorted((await _aheads(self.inner)).items()):
-            tuples: dict[str, Any] = {}
-            if checkpoint_time(head) is None or self._age is not None:
-                tuples[head] = await self.inner.aget_tuple(_config(thread_id, head))
-            if not self._expired(head, now, tuples.get):
+        heads = yield _Call(_heads, _aheads, self.inner)
+        for thread_id, head in sorted(heads.items()):
+            if not (yield from self._expired(thread_id, head, now)):
                 continue
             with self._deletion(thread_id):
                 if self._retention is None:
-                    await self.inner.adelete_thread(thread_id)
+                    yield _Call(self.inner.delete_thread, self.inner.adelete_thread, thread_id)
                 else:
-                    await asyncio.to_thread(self._keep_all_latest, thread_id)
+                    yield _blocking(self._keep_all_latest, thread_id)
             swept.append(thread_id)
         return swept
 
@@ -399,6 +393,15 @@ class _Deleting:
         with self.sweeper._lock:
             self.sweeper._deleting.pop(self.thread_id, None)
         self.event.set()
+
+
+def _blocking(fn: Callable[..., Any], *args: Any) -> _Call:
+    """``fn(*args)``, which blocks: the async driver runs it in a worker thread."""
+
+    async def in_thread(*given: Any) -> Any:
+        return await asyncio.to_thread(fn, *given)
+
+    return _Call(fn, in_thread, *args)
 
 
 def _parts(config: Any) -> tuple[str, str, Any]:
