@@ -23,14 +23,15 @@ from __future__ import annotations
 import abc
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Protocol, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from ..errors import ConfigError
+from ..reducing.effects import _Call, _drive
 
 __all__ = ("NO_FLOOR", "DeltaFloors", "Retention", "SUPPORTED", "retention_for")
 
@@ -105,26 +106,13 @@ class DeltaFloors:
             return None
         return {ch: entry[1][ch] for ch in channels}
 
-    def note(
+    def noting(
         self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
         parent: str | None, keep: int,
-    ) -> str:
-        """Learn the checkpoint ``put`` just stored (``stored``: the config it returned);
-        returns the :meth:`floor` of its thread's namespace."""
-        return _drive(self._noting(stored, checkpoint, metadata, parent, keep), saver.get_tuple)
-
-    async def anote(
-        self, saver: BaseCheckpointSaver[Any], stored: Any, checkpoint: Any, metadata: Any,
-        parent: str | None, keep: int,
-    ) -> str:
-        """Async :meth:`note`: a walk goes through ``aget_tuple``."""
-        noting = self._noting(stored, checkpoint, metadata, parent, keep)
-        return await _adrive(noting, saver.aget_tuple)
-
-    def _noting(
-        self, stored: Any, checkpoint: Any, metadata: Any, parent: str | None, keep: int
-    ) -> _Walk[str]:
-        """What :meth:`note` decides, yielding each ancestor it must read."""
+    ) -> Generator[_Call, Any, str]:
+        """Learn the checkpoint ``put`` just stored (``stored``: the config it returned),
+        yielding the read of each ancestor it must walk to (``get_tuple`` or
+        ``aget_tuple``); returns the :meth:`floor` of its thread's namespace."""
         where = _where_of(stored)
         channels = _delta_channels(checkpoint, metadata)
         if not channels:
@@ -132,7 +120,7 @@ class DeltaFloors:
         values = checkpoint["channel_values"]
         inherited = self._from_parent(where, parent, channels - set(values))
         if inherited is None:
-            inherited = yield from _walking(stored, parent, channels - set(values))
+            inherited = yield from _walking(saver, stored, parent, channels - set(values))
         own = checkpoint["id"]
         holders = {ch: own if ch in values else inherited.get(ch, ROOT) for ch in channels}
         floor = min((holders[ch] for ch in _needs(checkpoint, metadata)), default=NO_FLOOR)
@@ -172,18 +160,16 @@ def _ancestor(stored: Any, parent: str) -> Any:
     }}
 
 
-#: A walk up the parents: yields each config to read, is sent its checkpoint tuple (or
-#: ``None``), returns its result; :func:`_drive` and :func:`_adrive` do the reading.
-_Walk = Generator[Any, Any, _T]
-
-
-def _walking(stored: Any, parent: str | None, channels: set[str]) -> _Walk[dict[str, str]]:
-    """Nearest ancestor (from ``parent`` up) holding each channel, ``ROOT`` if none does."""
+def _walking(
+    saver: BaseCheckpointSaver[Any], stored: Any, parent: str | None, channels: set[str]
+) -> Generator[_Call, Any, dict[str, str]]:
+    """Nearest ancestor (from ``parent`` up) holding each channel, ``ROOT`` if none does,
+    yielding the read of each ancestor."""
     found: dict[str, str] = {}
     remaining = set(channels)
     cursor = None if parent is None else _ancestor(stored, parent)
     while cursor is not None and remaining:
-        tup = yield cursor
+        tup = yield _Call(saver.get_tuple, saver.aget_tuple, cursor)
         if tup is None:
             break
         values = tup.checkpoint["channel_values"]
@@ -194,35 +180,11 @@ def _walking(stored: Any, parent: str | None, channels: set[str]) -> _Walk[dict[
     return {**dict.fromkeys(remaining, ROOT), **found}
 
 
-def _resume(walk: _Walk[Any], read: Any) -> tuple[bool, Any]:
-    """``(True, its result)`` once ``walk`` returns, else ``(False, the next config)``."""
-    try:
-        return False, walk.send(read)
-    except StopIteration as done:
-        return True, done.value
-
-
-def _drive(walk: _Walk[_T], get_tuple: Callable[[Any], Any]) -> _T:
-    """Run ``walk``, reading each config it yields with ``get_tuple``."""
-    done, value = _resume(walk, None)
-    while not done:
-        done, value = _resume(walk, get_tuple(value))
-    return cast("_T", value)
-
-
-async def _adrive(walk: _Walk[_T], aget_tuple: Callable[[Any], Awaitable[Any]]) -> _T:
-    """:func:`_drive`, awaiting each read."""
-    done, value = _resume(walk, None)
-    while not done:
-        done, value = _resume(walk, await aget_tuple(value))
-    return cast("_T", value)
-
-
 def _walk(
     saver: BaseCheckpointSaver[Any], stored: Any, parent: str | None, channels: set[str]
 ) -> dict[str, str]:
     """:func:`_walking` through ``saver.get_tuple``."""
-    return _drive(_walking(stored, parent, channels), saver.get_tuple)
+    return _drive(_walking(saver, stored, parent, channels))
 
 
 class Retention(Protocol):

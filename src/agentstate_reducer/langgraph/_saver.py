@@ -450,9 +450,7 @@ class ReducingSaver(BaseCheckpointSaver[Any]):
             # Keep what a DeltaChannel is rebuilt from.
             parent = config["configurable"].get("checkpoint_id")
             floors = self._floors
-            floor = yield _Call(
-                floors.note, floors.anote, inner, stored, checkpoint, metadata, parent, keep
-            )
+            floor = yield from floors.noting(inner, stored, checkpoint, metadata, parent, keep)
             yield _Call(retention.keep_latest, retention.akeep_latest, *_where(stored), keep, floor)
         return stored
 
