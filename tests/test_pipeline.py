@@ -79,7 +79,7 @@ def test_repair_reads_the_records_before_it_reads_their_structure() -> None:
         structure = [name for name in called if name in ("pending_from", "dangling_calls")]
         assert structure, function
         assert called.index(read) < called.index(structure[0]), function
-    assert _imported_from(repair)["dangling_calls"] == "_links"
+    assert _imported_from(repair)["dangling_calls"] == "_structure"
 
 
 def test_both_drivers_run_the_one_core() -> None:

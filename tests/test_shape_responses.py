@@ -526,7 +526,7 @@ _kinds = st.sampled_from([_user, _reasoning, _call, _output, _answer, _compactio
 def test_response_units_are_the_runs_of_joined_neighbours(makers: list[Any]) -> None:
     """Each unit is a maximal run of two or more items, each joining the one before it;
     the latest boundary is the last compaction item."""
-    from agentstate_reducer._links import _boundary, _joins
+    from agentstate_reducer._structure import _boundary, _joins
 
     views = m.read_messages([make() for make in makers])
     runs, begin = [], 0

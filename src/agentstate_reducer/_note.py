@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._edits import _CALLED, _MARK, EditConfig, _args_cleared, handle_of
-from ._links import response_start
-from ._turns import Turn
+from ._structure import Turn, response_start
 from .read import (
     HUMAN,
     INJECTED_KEY,

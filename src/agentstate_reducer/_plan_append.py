@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from ._links import _boundary
 from ._plan_types import Plan
+from ._structure import _boundary
 from .read import MessageRecord
 
 if TYPE_CHECKING:

@@ -141,7 +141,7 @@ def compacted_at(messages: Sequence[Any]) -> int | None:
     """Index of the latest provider compaction in ``messages`` (a Responses ``compaction``
     item, an assistant message holding an Anthropic ``compaction`` block), as the reader
     sees it; ``None`` when the provider has not compacted."""
-    from ._links import _latest_boundary
+    from ._structure import _latest_boundary
     from .read import read_messages
 
     return _latest_boundary(read_messages(list(messages)))

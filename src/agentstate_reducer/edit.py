@@ -42,7 +42,7 @@ from ._edits import EditOption as EditOption
 from ._edits import check_edits as check_edits
 from ._note import shown_args
 from ._note import turn_note as turn_note
-from ._turns import Turn, current_turn
+from ._structure import Turn, current_turn
 from .read import (
     CHAT,
     SYSTEM,

@@ -4,7 +4,7 @@ No I/O, no framework imports, no callbacks. Every pruning rule of the package li
 here; the shell (``reducer.py``, ``reducing/``), ``trim.py`` and the CLI call it and never
 re-implement it. What a plan says (the reasons, :class:`Plan`) is in ``_plan_types``; the
 structure of tool exchanges it reads (:func:`link_calls`, :func:`response_units`,
-:func:`dangling_calls`) in ``_links``; the plan of an append to a settled history
+:func:`dangling_calls`) in ``_structure``; the plan of an append to a settled history
 (:func:`settle`, :func:`plan_append`) in ``_plan_append``. All are re-exported here.
 
 Turns and steps. A *turn* starts at a plain human message (one that answers no tool
@@ -46,18 +46,6 @@ from operator import and_, attrgetter, not_
 from typing import TYPE_CHECKING, cast
 
 from ._cache import cache_target, growth
-from ._links import Parents as Parents
-from ._links import Results as Results
-from ._links import Views as Views
-from ._links import (
-    _group,
-    _latest_boundary,
-    _units,
-    dangling_calls,
-    link_calls,
-    response_start,
-    response_units,
-)
 from ._note import entry_tokens, note_cap, note_tokens, shown_args
 from ._plan_append import Settled, plan_append, settle
 from ._plan_types import (
@@ -79,7 +67,21 @@ from ._plan_types import (
 from ._plan_types import SUMMARY_BLOCK as SUMMARY_BLOCK
 from ._plan_types import SUMMARY_FAILED as SUMMARY_FAILED
 from ._plan_types import UNSTORED_ORIGINAL as UNSTORED_ORIGINAL
-from ._turns import Turn, _plain_human, current_turn
+from ._structure import Parents as Parents
+from ._structure import Results as Results
+from ._structure import (
+    Turn,
+    _group,
+    _latest_boundary,
+    _plain_human,
+    _units,
+    current_turn,
+    dangling_calls,
+    link_calls,
+    response_start,
+    response_units,
+)
+from ._structure import Views as Views
 from .errors import ConfigError
 from .read import AI, HUMAN, PRUNABLE_ROLES, MessageRecord
 

@@ -35,7 +35,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ._turns import current_turn
+from ._structure import current_turn
 from .errors import ConfigError
 from .read import AI, read_messages, reasoning_model, reasoning_parts, without_reasoning
 from .tokens import model_name

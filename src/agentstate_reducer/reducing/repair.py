@@ -1,13 +1,13 @@
 """Repair, the first stage of a reduce: a synthetic result right after each dead call,
 before the read, the edit step and the plan see the list. Each reads the records first,
-then their structure (:func:`~agentstate_reducer._links.dangling_calls`); on an append
+then their structure (:func:`~agentstate_reducer._structure.dangling_calls`); on an append
 to a list this reducer returned, only its latest response and the new messages."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .._links import dangling_calls, pending_from
+from .._structure import dangling_calls, pending_from
 from ..errors import MessageFormatError
 from ..read import MessageRecord, synthetic_results
 from ..read.chat import read_messages
@@ -60,7 +60,7 @@ def _pending_tail(
     reducer: _Remembering, messages: list[Any], size: int
 ) -> list[MessageRecord]:
     """The records of ``messages`` from where calls that may still be pending begin in
-    its first ``size`` (see :func:`~agentstate_reducer._links.pending_from`), read once,
+    its first ``size`` (see :func:`~agentstate_reducer._structure.pending_from`), read once,
     as far back as needed."""
     k = 2
     while True:
