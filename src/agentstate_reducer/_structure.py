@@ -10,8 +10,10 @@ such message: a human message typed while the agent is still working joins the t
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import attrgetter
 from typing import Protocol
 
@@ -28,6 +30,7 @@ from .read import (
 __all__ = (
     "Parents",
     "Results",
+    "Structure",
     "Turn",
     "Views",
     "current_turn",
@@ -36,6 +39,7 @@ __all__ = (
     "pending_from",
     "response_start",
     "response_units",
+    "structure_of",
 )
 
 
@@ -325,3 +329,95 @@ def link_calls(
                 pending.pop(call, None)
             j += 1
     return parents, found
+
+
+def structure_of(views: Sequence[MessageRecord], *, preserve_first: bool) -> Structure:
+    """The :class:`Structure` of ``views`` for a plan that preserves the first message or
+    not: it may touch them from index 1 with ``preserve_first`` (and a message), else 0."""
+    return Structure(views, 1 if preserve_first and len(views) else 0)
+
+
+class Structure:
+    """The structure of one history, read from its records: what the plan asks of it,
+    found once and held, so that a plan planned again (with pins, from a cache anchor)
+    finds nothing twice. Each fact is found when first asked: a plan that prunes nothing
+    links no call."""
+
+    __slots__ = ("_answering", "_boundary", "_grouped", "_heads", "_parents", "_turn",
+                 "_units", "start", "views")
+
+    def __init__(self, views: Sequence[MessageRecord], start: int = 0) -> None:
+        #: One record per message, in order.
+        self.views = views
+        #: The first index a plan may touch; the current turn begins there when no plain
+        #: human message opens it.
+        self.start = start
+        self._turn: Turn | None = None
+        self._grouped: bool | None = None
+        self._units: tuple[tuple[int, int], ...] | None = None
+        self._boundary: tuple[int | None] | None = None
+        self._parents: Parents | None = None
+        self._answering: list[int] | None = None
+        self._heads: list[int] | None = None
+
+    @property
+    def turn(self) -> Turn:
+        """The current turn (:func:`current_turn` from :attr:`start`)."""
+        if self._turn is None:
+            self._turn = current_turn(self.views, self.start)
+        return self._turn
+
+    @property
+    def grouped(self) -> bool:
+        """Whether any message is an item of a multi-item response or a compaction
+        (Responses items; checked at C level, so chat shapes pay about nothing)."""
+        if self._grouped is None:
+            self._grouped = any(map(_group, self.views))
+        return self._grouped
+
+    @property
+    def units(self) -> tuple[tuple[int, int], ...]:
+        """The model responses spanning several messages (:func:`response_units`)."""
+        if self._units is None:
+            self._units = _units(self.views) if self.grouped else ()
+        return self._units
+
+    @property
+    def boundary(self) -> int | None:
+        """Index of the latest compaction item, or ``None``."""
+        if self._boundary is None:
+            self._boundary = (_latest_boundary(self.views) if self.grouped else None,)
+        return self._boundary[0]
+
+    @property
+    def parents(self) -> Parents:
+        """Per message, the issuers of the calls it answers (:func:`link_calls`)."""
+        if self._parents is None:
+            self._parents = link_calls(self.views)[0]
+        return self._parents
+
+    @property
+    def answering(self) -> list[int]:
+        """The indices of the messages answering calls, ascending."""
+        if self._answering is None:
+            self._answering = list(compress(range(len(self.views)), self.parents))
+        return self._answering
+
+    @property
+    def heads(self) -> list[int]:
+        """Per step of the current turn, the first index of the model response issuing
+        it, not before the turn's body (see :meth:`response_start`)."""
+        if self._heads is None:
+            turn = self.turn
+            self._heads = [self.response_start(s[0], turn.body) for s in turn.steps]
+        return self._heads
+
+    def response_start(self, i: int, floor: int = 0) -> int:
+        """:func:`response_start` of message ``i``, from the responses found once."""
+        units = self.units
+        if i <= floor or not units:
+            return i
+        k = bisect_right(units, (i, len(self.views))) - 1
+        if k >= 0 and units[k][1] > i:
+            return max(units[k][0], floor)
+        return i

@@ -4,8 +4,10 @@ No I/O, no framework imports, no callbacks. Every pruning rule of the package li
 here; the shell (``reducer.py``, ``reducing/``), ``trim.py`` and the CLI call it and never
 re-implement it. What a plan says (the reasons, :class:`Plan`) is in ``_plan_types``; the
 structure of tool exchanges it reads (:func:`link_calls`, :func:`response_units`,
-:func:`dangling_calls`) in ``_structure``; the plan of an append to a settled history
-(:func:`settle`, :func:`plan_append`) in ``_plan_append``. All are re-exported here.
+:func:`dangling_calls`) in ``_structure``, read once per history into the
+:class:`Structure` every plan of it asks (:func:`plan_structure`); the plan of an
+append to a settled history (:func:`settle`, :func:`plan_append`) in ``_plan_append``.
+All are re-exported here.
 
 Turns and steps. A *turn* starts at a plain human message (one that answers no tool
 call) that follows the agent's final answer (an ai message issuing no tool call), and
@@ -70,16 +72,14 @@ from ._plan_types import UNSTORED_ORIGINAL as UNSTORED_ORIGINAL
 from ._structure import Parents as Parents
 from ._structure import Results as Results
 from ._structure import (
+    Structure,
     Turn,
-    _group,
-    _latest_boundary,
     _plain_human,
-    _units,
     current_turn,
     dangling_calls,
     link_calls,
-    response_start,
     response_units,
+    structure_of,
 )
 from ._structure import Views as Views
 from .errors import ConfigError
@@ -330,6 +330,7 @@ def _first_kept_step(
     parents: Sequence[tuple[int | None, ...] | None],
     counts: Sequence[int],
     turn: Turn,
+    heads: Sequence[int],
     start: int,
     cascade: bool,
     config: ReducerConfig,
@@ -342,10 +343,9 @@ def _first_kept_step(
     None while the turn, with what is kept anyway, fits ``max_tokens``; else the fewest
     oldest steps whose removal makes it fit ``target_tokens``, and at most all but the
     latest step. Steps issued by one model response (parallel calls as separate
-    Responses items after one reasoning item) go or stay together.
+    Responses items after one reasoning item, ``heads`` the same) go or stay together.
     """
     steps = turn.steps
-    heads = [response_start(views, s[0], turn.body) for s in steps]
     splits = [k for k in range(1, len(steps)) if heads[k] != heads[k - 1]]
     if not splits:
         return 0
@@ -597,10 +597,29 @@ def make_plan(
     Returns:
         A :class:`Plan` (pruned indices ascending, with reasons).
     """
+    structure = structure_of(views, preserve_first=config.preserve_first)
+    return plan_structure(
+        structure, config, counts, pinned=pinned, reserve=reserve, anchor=anchor
+    )
+
+
+def plan_structure(
+    structure: Structure,
+    config: ReducerConfig,
+    counts: Sequence[int] | None = None,
+    *,
+    pinned: Collection[int] = (),
+    reserve: int = 0,
+    anchor: int | None = None,
+) -> Plan:
+    """:func:`make_plan` of ``structure``'s records, the structure read once for every
+    plan of them (it must be read with ``config.preserve_first``)."""
+    views = structure.views
     n = len(views)
-    start = 1 if config.preserve_first and n else 0
+    start = structure.start
+    assert start == (1 if config.preserve_first and n else 0)
     cascade = config.cascade_tool_messages
-    turn = current_turn(views, start)
+    turn = structure.turn
     total = None
     token_mode = config.max_tokens is not None
     if token_mode:
@@ -611,8 +630,8 @@ def make_plan(
         triggered = total is None or total > config.max_tokens
     else:
         triggered = config.max_messages is not None and n > config.max_messages
-    grouped = any(map(_group, views))  # Responses items (C-level: chat shapes pay ~nothing)
-    boundary = _latest_boundary(views) if grouped else None
+    grouped = structure.grouped
+    boundary = structure.boundary
     if boundary is not None and boundary <= start:
         boundary = None  # nothing it could prune
     if not triggered and not cascade and boundary is None:
@@ -620,8 +639,8 @@ def make_plan(
             n, (), start=start, cut=start, total_tokens=total, kept_tokens=total, turn=turn
         )
 
-    parents = link_calls(views)[0]
-    answering = list(compress(range(n), parents))  # the results, ascending
+    parents = structure.parents
+    answering = structure.answering  # the results, ascending
     pruned = bytearray(n)
     why: dict[int, tuple[str, int | None]] = {}
     cut = start
@@ -650,6 +669,7 @@ def make_plan(
                     parents,
                     counts,
                     turn,
+                    structure.heads,
                     start,
                     cascade,
                     config,
@@ -662,7 +682,7 @@ def make_plan(
                         target = config.effective_target_tokens
                         assert target is not None
                         note = _note_costs(views, turn.steps[: dropped + 1], target)[dropped]
-                    keep_from = response_start(views, turn.steps[dropped][0], turn.body)
+                    keep_from = structure.heads[dropped]
                     for i in range(turn.body, keep_from):
                         plain = views[i].role == AI and parents[i] is None
                         if plain and not protected[i]:
@@ -706,7 +726,7 @@ def make_plan(
                 pruned[i] = 1
                 why[i] = (COMPACTED, boundary)
     if grouped:
-        _keep_responses_whole(_units(views), pruned, why)
+        _keep_responses_whole(structure.units, pruned, why)
     if cascade:
         # Also runs under the threshold: results orphaned before this call go too.
         _cascade(parents, answering, pruned, why, start)

@@ -10,10 +10,11 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from .._note import turn_note
+from .._structure import Structure, structure_of
 from ..config import ReducerConfig
 from ..edit import ContextEdit, edit_messages
 from ..hooks import namespace_key
-from ..plan import CURRENT_TURN, Plan, make_plan
+from ..plan import CURRENT_TURN, Plan, plan_structure
 from ..read import MessageRecord
 from ..read.chat import read_messages
 from ..tokens.cache import LazyCounts
@@ -56,6 +57,7 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
         if fast is not None:
             return Prepared(messages, fast, None, (), added)
     views = read_messages(messages)
+    structure = structure_of(views, preserve_first=config.preserve_first)
     counts: Sequence[int] | None = None
     budget = config
     if config.token_mode:
@@ -74,9 +76,9 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
             if config.calibrate_from_usage:
                 reducer._learn(messages, views, counts, namespace)
             budget = reducer._budget(namespace)
-    plan = _pinned_plan(messages, views, counts, budget, [], reducer._reserve())
-    plan = reducer._anchored(plan, messages, views, counts, budget, [], reducer._reserve(),
-                             namespace, remember=True)
+    plan = _pinned_plan(messages, structure, counts, budget, [], reducer._reserve())
+    plan = reducer._anchored(plan, messages, structure, counts, budget, [],
+                             reducer._reserve(), namespace, remember=True)
     if editing:
         note = turn_note(messages, views, plan.turn, plan.dropped_steps, config)
         if note is not None:  # the turn ladder's last rung: one note for the dropped steps
@@ -86,25 +88,30 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
 
 def _pinned_plan(
     messages: list[Any],
-    views: list[MessageRecord],
+    structure: Structure,
     counts: Sequence[int] | None,
     config: ReducerConfig,
     keep: list[int],
     reserve: int,
     anchor: int | None = None,
 ) -> Plan:
-    """:func:`make_plan`, planned again with the pinned messages once it passes the
-    threshold (the ``pin`` predicate is asked only then)."""
-    plan = make_plan(views, config, counts, pinned=keep, reserve=reserve, anchor=anchor)
+    """The plan (:func:`~agentstate_reducer.plan.make_plan`), planned again with the
+    pinned messages once it passes the threshold (the ``pin`` predicate is asked only
+    then); both plans read the one ``structure``."""
+    plan = plan_structure(
+        structure, config, counts, pinned=keep, reserve=reserve, anchor=anchor
+    )
     if plan.triggered and config.pin is not None:
         pin = config.pin
         if callable(pin):
             pinned = [i for i, m in enumerate(messages) if pin(m)]
         else:
+            views = structure.views
             pinned = [i for i, v in enumerate(views) if v.id is not None and v.id in pin]
         if pinned:
-            plan = make_plan(
-                views, config, counts, pinned=[*keep, *pinned], reserve=reserve, anchor=anchor
+            plan = plan_structure(
+                structure, config, counts, pinned=[*keep, *pinned], reserve=reserve,
+                anchor=anchor,
             )
     return plan
 
@@ -143,15 +150,18 @@ class _Preparing(_Remembering):
             if config.calibrate_from_usage:
                 self._learn(messages, views, counts, namespace)
             config = self._budget(namespace)
-        plan = _pinned_plan(messages, views, counts, config, keep, reserve)
-        plan = self._anchored(plan, messages, views, counts, config, keep, reserve, namespace)
+        structure = structure_of(views, preserve_first=config.preserve_first)
+        plan = _pinned_plan(messages, structure, counts, config, keep, reserve)
+        plan = self._anchored(
+            plan, messages, structure, counts, config, keep, reserve, namespace
+        )
         return plan, views, counts
 
     def _anchored(
         self,
         plan: Plan,
         messages: list[Any],
-        views: list[MessageRecord],
+        structure: Structure,
         counts: Sequence[int] | None,
         config: ReducerConfig,
         keep: list[int],
@@ -165,15 +175,16 @@ class _Preparing(_Remembering):
         is the new anchor (a reduce, not a dry run)."""
         if not (plan.triggered and config.cache_aware and config.token_mode):
             return plan
+        views = structure.views
         anchor = self._anchor(messages, views, namespace)
         if anchor is not None:
-            plan = _pinned_plan(messages, views, counts, config, keep, reserve, anchor)
+            plan = _pinned_plan(messages, structure, counts, config, keep, reserve, anchor)
         if remember:
             self._keep_anchor(messages, views, plan, namespace)
         return plan
 
     def _anchor(
-        self, messages: list[Any], views: list[MessageRecord], namespace: Any
+        self, messages: list[Any], views: Sequence[MessageRecord], namespace: Any
     ) -> int | None:
         """Where the latest cut of ``namespace`` left the history: the index of the first
         message it kept (the same object, the same id, or an equal message without one)."""
@@ -192,7 +203,7 @@ class _Preparing(_Remembering):
         return None
 
     def _keep_anchor(
-        self, messages: list[Any], views: list[MessageRecord], plan: Plan, namespace: Any
+        self, messages: list[Any], views: Sequence[MessageRecord], plan: Plan, namespace: Any
     ) -> None:
         """Remember the first message ``plan`` keeps from its cut on, as the anchor."""
         gone = set(plan.pruned)
