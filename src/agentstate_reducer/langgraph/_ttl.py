@@ -23,7 +23,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ..errors import ConfigError, ConfigTypeError
-from ..reducing.effects import _adrive, _Call, _drive
+from ..reducing.effects import _adrive, _blocking, _Call, _drive
 from ._retention import ROOT, Retention, _needs, _walk, retention_for
 
 __all__ = ("STARTED", "Sweeper", "ThreadTTL", "checkpoint_time")
@@ -393,15 +393,6 @@ class _Deleting:
         with self.sweeper._lock:
             self.sweeper._deleting.pop(self.thread_id, None)
         self.event.set()
-
-
-def _blocking(fn: Callable[..., Any], *args: Any) -> _Call:
-    """``fn(*args)``, which blocks: the async driver runs it in a worker thread."""
-
-    async def in_thread(*given: Any) -> Any:
-        return await asyncio.to_thread(fn, *given)
-
-    return _Call(fn, in_thread, *args)
 
 
 def _parts(config: Any) -> tuple[str, str, Any]:

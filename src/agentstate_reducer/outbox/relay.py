@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 from ..config import RememberFn
 from ..errors import ConfigTypeError, JobDecodeError
 from ..hooks import is_async_callable
+from ..reducing.effects import _adrive, _blocking, _Call, _drive
 from .base import Job, Outbox, Row, check_positive_int, check_seconds, encode_rows
 
 __all__ = ("AsyncOutboxHook", "OutboxHook", "Relay", "RelayRound", "Staged", "staged")
@@ -244,40 +246,15 @@ class Relay:
         tally = [0, 0]
         with _Heartbeat(self.outbox, jobs, self.lease_seconds):
             for namespace, group, messages in self._prepare(jobs, tally):
-                self._deliver(group, messages, namespace, tally)
+                _drive(self._delivering(group, messages, namespace, tally))
         return RelayRound(len(jobs), tally[0], tally[1])
-
-    def _deliver(
-        self, group: list[Job], messages: list[Any], namespace: Any, tally: list[int]
-    ) -> None:
-        try:
-            result = self.deliver_fn(messages, namespace)
-            if inspect.isawaitable(result):
-                asyncio.run(_await(result))
-        except Exception as exc:
-            if len(group) == 1:
-                tally[1] += self._fail(group, exc)
-                return
-            half = len(group) // 2
-            self._deliver(group[:half], messages[:half], namespace, tally)
-            self._deliver(group[half:], messages[half:], namespace, tally)
-            return
-        tally[0] += self._ack(group)
 
     def run_forever(self, stop_event: threading.Event | None = None) -> None:
         """Run rounds until ``stop_event`` is set, sleeping when there is nothing to do.
 
         Outbox errors are logged and retried after ``poll_interval``.
         """
-        stop = stop_event if stop_event is not None else threading.Event()
-        while not stop.is_set():
-            try:
-                claimed = self.run_once().claimed
-            except Exception:
-                logger.exception("agentstate-reducer: relay round failed; retrying")
-                claimed = 0
-            if claimed < self.batch:
-                stop.wait(self.poll_interval)
+        _drive(self._rounds(stop_event if stop_event is not None else threading.Event()))
 
     # -- async -----------------------------------------------------------------------
 
@@ -292,32 +269,12 @@ class Relay:
         try:
             prepared = await asyncio.to_thread(self._prepare, jobs, tally)
             for namespace, group, messages in prepared:
-                await self._adeliver(group, messages, namespace, tally)
+                await _adrive(self._delivering(group, messages, namespace, tally))
         finally:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
         return RelayRound(len(jobs), tally[0], tally[1])
-
-    async def _adeliver(
-        self, group: list[Job], messages: list[Any], namespace: Any, tally: list[int]
-    ) -> None:
-        try:
-            if self._async:
-                await self.deliver_fn(messages, namespace)
-            else:
-                result = await asyncio.to_thread(self.deliver_fn, messages, namespace)
-                if inspect.isawaitable(result):
-                    await result
-        except Exception as exc:
-            if len(group) == 1:
-                tally[1] += await asyncio.to_thread(self._fail, group, exc)
-                return
-            half = len(group) // 2
-            await self._adeliver(group[:half], messages[:half], namespace, tally)
-            await self._adeliver(group[half:], messages[half:], namespace, tally)
-            return
-        tally[0] += await asyncio.to_thread(self._ack, group)
 
     async def _aheartbeat(self, jobs: list[Job]) -> None:
         while True:
@@ -329,18 +286,53 @@ class Relay:
 
     async def arun_forever(self, stop_event: asyncio.Event | None = None) -> None:
         """:meth:`run_forever` for an event loop; stops when ``stop_event`` is set."""
-        stop = stop_event if stop_event is not None else asyncio.Event()
+        await _adrive(self._rounds(stop_event if stop_event is not None else asyncio.Event()))
+
+    # -- shared ----------------------------------------------------------------------
+
+    def _rounds(self, stop: threading.Event | asyncio.Event) -> Generator[_Call, Any, None]:
+        """Rounds until ``stop`` is set, pausing up to ``poll_interval`` when a round
+        claimed less than a batch; a round that fails is logged. Yields each round and
+        each pause."""
         while not stop.is_set():
             try:
-                claimed = (await self.arun_once()).claimed
+                claimed = (yield _Call(self.run_once, self.arun_once)).claimed
             except Exception:
                 logger.exception("agentstate-reducer: relay round failed; retrying")
                 claimed = 0
             if claimed < self.batch:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.poll_interval)
+                yield _Call(stop.wait, functools.partial(_until, stop), self.poll_interval)
 
-    # -- shared ----------------------------------------------------------------------
+    def _delivering(
+        self, group: list[Job], messages: list[Any], namespace: Any, tally: list[int]
+    ) -> Generator[_Call, Any, None]:
+        """Deliver ``group`` (its ``messages``) and acknowledge it; on failure, the two
+        halves in turn, down to single jobs, whose failure is recorded. Yields each
+        delivery and each outbox call (the async driver runs those in worker threads)."""
+        try:
+            yield _Call(self._send, self._asend, messages, namespace)
+        except Exception as exc:
+            if len(group) == 1:
+                tally[1] += yield _blocking(self._fail, group, exc)
+                return
+            half = len(group) // 2
+            yield from self._delivering(group[:half], messages[:half], namespace, tally)
+            yield from self._delivering(group[half:], messages[half:], namespace, tally)
+            return
+        tally[0] += yield _blocking(self._ack, group)
+
+    def _send(self, messages: list[Any], namespace: Any) -> None:
+        result = self.deliver_fn(messages, namespace)
+        if inspect.isawaitable(result):
+            asyncio.run(_await(result))
+
+    async def _asend(self, messages: list[Any], namespace: Any) -> None:
+        if self._async:
+            await self.deliver_fn(messages, namespace)
+        else:
+            result = await asyncio.to_thread(self.deliver_fn, messages, namespace)
+            if inspect.isawaitable(result):
+                await result
 
     def _prepare(
         self, jobs: list[Job], tally: list[int]
@@ -423,3 +415,9 @@ class _Heartbeat:
 
 async def _await(value: Any) -> Any:
     return await value
+
+
+async def _until(event: Any, seconds: float) -> None:
+    """Wait ``seconds``, or less if ``event`` (an ``asyncio.Event``) is set."""
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(event.wait(), seconds)

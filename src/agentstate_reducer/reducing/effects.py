@@ -5,6 +5,7 @@ a refused request's retry the same way)."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, NamedTuple, Protocol, TypeVar, cast
@@ -90,6 +91,15 @@ class _Call:
 
     async def acall(self) -> Any:
         return await self.asynchronous(*self.args, **self.kwargs)
+
+
+def _blocking(fn: Callable[..., Any], *args: Any) -> _Call:
+    """``fn(*args)``, which blocks: the async driver runs it in a worker thread."""
+
+    async def in_thread(*given: Any) -> Any:
+        return await asyncio.to_thread(fn, *given)
+
+    return _Call(fn, in_thread, *args)
 
 
 _Effect = _Summarise | _Hand
