@@ -185,17 +185,28 @@ end)
 """
 )
 
+# each_failed(ids, fn): fn(id) for each of ``ids`` taken out of the dead letters (the
+# ``failed`` set), returning how many were.
+_FAILED = """
+local function each_failed(ids, fn)
+    local n = 0
+    for _, id in ipairs(ids) do
+        if redis.call('ZREM', KEYS[11], id) == 1 then
+            fn(id)
+            n = n + 1
+        end
+    end
+    return n
+end
+"""
+
 _DISCARD = (
     _NOW
+    + _FAILED
     + """
-local n = 0
-for _, id in ipairs(ARGV) do
-    if redis.call('ZREM', KEYS[11], id) == 1 then
-        redis.call('ZADD', KEYS[12], now, id)
-        n = n + 1
-    end
-end
-return n
+return each_failed(ARGV, function(id)
+    redis.call('ZADD', KEYS[12], now, id)
+end)
 """
 )
 
@@ -218,21 +229,19 @@ end
 return out
 """
 
-_REVIVE = """
+_REVIVE = (
+    _FAILED
+    + """
 local ids = ARGV
 if #ids == 0 then
     ids = redis.call('ZRANGE', KEYS[11], 0, -1)
 end
-local n = 0
-for _, id in ipairs(ids) do
-    if redis.call('ZREM', KEYS[11], id) == 1 then
-        redis.call('HSET', KEYS[5], id, 0)
-        redis.call('ZADD', KEYS[8], id, id)
-        n = n + 1
-    end
-end
-return n
+return each_failed(ids, function(id)
+    redis.call('HSET', KEYS[5], id, 0)
+    redis.call('ZADD', KEYS[8], id, id)
+end)
 """
+)
 
 _GET = """
 local id = redis.call('HGET', KEYS[2], ARGV[1])
