@@ -11,13 +11,13 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, TypeVar
 
+from ._drivers import _adrive, _Call, _drive
 from .config import ReducerResult
 from .errors import ConfigTypeError
 from .hooks import namespace_key as _key
 from .recovery import SIGNATURE, ProviderError, classify_error, retry_size
 from .recovery import strip_reasoning as _strip
 from .reducer import MessageReducer
-from .reducing.effects import _adrive, _Call, _drive
 from .tokens import REPLY_PRIMING_TOKENS
 
 __all__ = ("Recovery",)

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, cast, overload
 
+from ._drivers import _adrive, _drive
 from ._merge import PrunedIds, merge_messages, require
 from ._plan_types import ladder_done, over_causes
 from .config import (
@@ -28,7 +29,6 @@ from .config import (
 from .edit import EditOption
 from .errors import ConfigTypeError
 from .plan import Plan
-from .reducing.effects import _adrive, _drive
 from .reducing.flow import _Core, reduce_flow
 from .reducing.lists import (
     _T,

@@ -17,8 +17,9 @@ import re
 import threading
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
+from ._drivers import _adrive, _Call, _drive
 from .errors import ConfigError, ConfigTypeError, MessageFormatError
 from .read import (
     AI,
@@ -377,16 +378,11 @@ class Summarizer:
         """Summarise ``pruned`` (the previous summary plus new messages) with the model.
 
         The same messages twice in a row give the same text, from one model call."""
-        fold = self._fold(pruned)
-        try:
-            prompt = next(fold)
-            while True:
-                prompt = fold.send(self._call(prompt))
-        except StopIteration as stop:
-            return cast(str, stop.value)
+        return _drive(self._fold(pruned))
 
-    def _fold(self, pruned: list[Any]) -> Generator[str, Any, str]:
-        """The one fold both drivers run: yields each prompt, is sent the model's reply."""
+    def _fold(self, pruned: list[Any]) -> Generator[_Call, Any, str]:
+        """The one fold both drivers run: yields each question to the model
+        (:meth:`_call`, or :meth:`_acall`), is sent its reply."""
         prompt = self.prompt(pruned)
         last = self._last
         if last is not None and last[0] == prompt:
@@ -412,14 +408,17 @@ class Summarizer:
         self._last = (prompt, text)
         return text
 
-    def _answer(self, prompt: str) -> Generator[str, Any, str]:
+    def _answer(self, prompt: str) -> Generator[_Call, Any, str]:
         """The model's answer to ``prompt``, within :attr:`max_tokens`."""
-        text, tokens = self._checked((yield prompt))
+        text, tokens = self._checked((yield self._asking(prompt)))
         if tokens > self.max_tokens:
-            text, tokens = self._checked((yield self._shorten(text, tokens)))
+            text, tokens = self._checked((yield self._asking(self._shorten(text, tokens))))
             if tokens > self.max_tokens:
                 text = self._cut(text, tokens)
         return text
+
+    def _asking(self, prompt: str) -> _Call:
+        return _Call(self._call, self._acall, prompt)
 
     def _shorten(self, text: str, tokens: int) -> str:
         return _SHORTEN.format(tokens=tokens, max_tokens=self.max_tokens, summary=text)
@@ -450,13 +449,7 @@ class Summarizer:
 
     async def acall(self, pruned: list[Any]) -> str:
         """Async :meth:`__call__`: ``ainvoke`` when the model has it (``areduce`` uses this)."""
-        fold = self._fold(pruned)
-        try:
-            prompt = next(fold)
-            while True:
-                prompt = fold.send(await self._acall(prompt))
-        except StopIteration as stop:
-            return cast(str, stop.value)
+        return await _adrive(self._fold(pruned))
 
 
 def _run_with_timeout(run: Callable[[], Any], timeout: float) -> Any:

@@ -30,8 +30,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
+from .._drivers import _Call, _drive
 from ..errors import ConfigError
-from ..reducing.effects import _Call, _drive
 
 __all__ = ("NO_FLOOR", "DeltaFloors", "Retention", "SUPPORTED", "retention_for")
 

@@ -26,12 +26,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from .._drivers import _adrive, _Call, _drive
 from ..config import ReducerResult
 from ..errors import ConfigError, ConfigTypeError, MessageFormatError
 from ..outbox.relay import staged
 from ..read import read_message
 from ..reducer import MessageReducer, reducer_or_recipe, warn_once_over_budget
-from ..reducing.effects import _adrive, _Call, _drive
 from ._joint import Joint, joint_for
 from ._retention import DeltaFloors, Retention, retention_for
 from ._shared import share_locks

@@ -31,8 +31,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from .._drivers import _adrive, _blocking, _Call, _drive
 from ..errors import ConfigError, ConfigTypeError
-from ..reducing.effects import _adrive, _blocking, _Call, _drive
 from ._retention import ROOT, Retention, _needs, _walk, retention_for
 
 __all__ = ("STARTED", "Sweeper", "ThreadTTL", "checkpoint_time")

@@ -24,10 +24,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from .._drivers import _adrive, _blocking, _Call, _drive
 from ..config import RememberFn
 from ..errors import ConfigTypeError, JobDecodeError
 from ..hooks import is_async_callable
-from ..reducing.effects import _adrive, _blocking, _Call, _drive
 from .base import Job, Outbox, Row, check_positive_int, check_seconds, encode_rows
 
 __all__ = ("AsyncOutboxHook", "OutboxHook", "Relay", "RelayRound", "Staged", "staged")

@@ -5,5 +5,5 @@ turn note), ``summaries``, ``result``, ``handover`` (ledger and hooks), ``replay
 reasoning policy); beside them ``lists`` (the lists in and out), ``counts`` (the state,
 token counts, calibration, budgets), ``chains`` (a returned list, remembered, and how a
 later list is compared with it), ``memory`` (the returned lists remembered and matched),
-``effects`` (the effects and their two drivers). The reducer's state is a chain of
+``effects`` (the effects; ``_drivers`` runs them). The reducer's state is a chain of
 classes, one a module; the face is :mod:`agentstate_reducer.reducer`."""
