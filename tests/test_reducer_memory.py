@@ -76,13 +76,15 @@ def test_plain_append_asks_the_reducer_for_the_ids_of_a_list_it_returned() -> No
     state = reducer.reduce(existing=history[:5]).surviving
     state = reducer.reduce(existing=state, new=history[5:7]).surviving
     fresh = reducer._fresh_ids
+    classes = {type(m) for m in history}
     for left in (state, _lc_copies(state)):
-        assert fresh(left, ["new"]) is True
-        assert fresh(left, ["h1"]) is False
+        assert fresh(left, ["new"]) == (True, classes)
+        assert fresh(left, ["h1"]) == (False, classes)
         assert plain_append(left, [AIMessage("x", id="new")], fresh=fresh) is not None
         assert plain_append(left, [AIMessage("x", id="h1")], fresh=fresh) is None
     state = reducer.reduce(existing=_lc_copies(state), new=history[7:]).surviving
-    assert fresh(state, ["new"]) is True and fresh(state, ["a3"]) is False
+    assert fresh(state, ["new"]) == (True, classes)
+    assert fresh(state, ["a3"]) == (False, classes)
     reducer.reduce(existing=state)  # the merge's reduce, which the comparison is handed to
     state[2].id = "edited"
     assert fresh(state, ["edited"]) is None  # compared: not the list remembered
@@ -95,3 +97,58 @@ def test_fresh_ids_is_unknown_where_a_message_has_no_id() -> None:
     reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
     state = reducer.reduce(existing=[*_lc_history(1), HumanMessage("no id")]).surviving
     assert reducer._fresh_ids(state, ["new"]) is None
+
+
+def test_an_id_a_branch_gave_past_the_list_is_fresh_to_it() -> None:
+    """The conditional edge's read merges the reply the step merges next: the index,
+    which holds the reply past the list from the first merge, answers the second (it
+    answered nothing, and the merge put every id of the list in a set); an id the list
+    holds, where a branch gave it again past it, is still held."""
+    from langchain_core.messages import AIMessage
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    state = reducer.reduce(existing=_lc_history(3)).surviving
+    classes = {type(m) for m in state}
+    reply = AIMessage("reply", id="r")
+    assert reducer._fresh_ids(state, ["r"]) == (True, classes)
+    reducer.reduce(existing=state, new=[reply])  # the read of the conditional edge
+    assert reducer._fresh_ids(state, ["r"]) == (True, classes)
+    reducer.reduce(existing=state, new=[reply])  # the step's own merge
+    again = AIMessage("again", id="h1")
+    reducer._fresh_ids(state, ["h1"])
+    reducer.reduce(existing=state, new=[again])  # a branch that repeats an id of the list
+    assert reducer._fresh_ids(state, ["h1"]) == (False, classes)
+
+
+def test_an_id_a_sibling_branch_gave_first_is_not_taken_for_fresh() -> None:
+    """Two branches from one state, each a message at the same index; the second then
+    gives the first's id after its own: the index (the first's, at the lower index)
+    does not say the id is fresh to it, and the merge finds the id in the list."""
+    from langchain_core.messages import AIMessage
+
+    from agentstate_reducer._merge import plain_append
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    state = reducer.reduce(existing=_lc_history(3)).surviving
+    assert reducer._fresh_ids(state, ["x"]) is not None
+    reducer.reduce(existing=state, new=[AIMessage("first", id="x")])
+    assert reducer._fresh_ids(state, ["y"]) is not None
+    other = reducer.reduce(existing=state, new=[AIMessage("second", id="y")]).surviving
+    assert reducer._fresh_ids(other, ["x"]) is None  # the first's x, at its last index
+    both = reducer.reduce(existing=other, new=[AIMessage("x again", id="x")]).surviving
+    assert reducer._fresh_ids(both, ["x"]) is None
+    reducer.reduce(existing=both)
+    got = plain_append(both, [AIMessage("x once more", id="x")], fresh=reducer._fresh_ids)
+    assert got is None
+
+
+def test_plain_append_takes_the_classes_of_the_list_from_fresh() -> None:
+    """Where ``fresh`` knows the list, its classes decide, not a pass over the list."""
+    from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+
+    from agentstate_reducer._merge import plain_append
+
+    left = [HumanMessage("hi", id="1")]
+    assert plain_append(left, [AIMessage("x")], fresh=lambda _l, _i: None) is not None
+    chunked = plain_append(left, [AIMessage("x")], fresh=lambda _l, _i: (True, {AIMessageChunk}))
+    assert chunked is None

@@ -14,7 +14,7 @@ import random
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import cache
 from types import SimpleNamespace
 from typing import Any, cast
@@ -117,7 +117,7 @@ def _new_id() -> str:
     return str(uuid.UUID(int=_RANDOM.getrandbits(128), version=4))
 
 
-def _plain(kinds: set[type]) -> bool:
+def _plain(kinds: Collection[type]) -> bool:
     """Whether messages of these classes are what ``add_messages`` keeps as they are
     and appends: messages, neither chunks (it converts them) nor removals."""
     fw = _framework()
@@ -133,7 +133,7 @@ def plain_append(
     right: Any,
     format: str | None = None,
     *,
-    fresh: Callable[[list[Any], list[str]], bool | None] | None = None,
+    fresh: Callable[[list[Any], list[str]], tuple[bool, Collection[type]] | None] | None = None,
 ) -> list[Any] | None:
     """``right`` as ``add_messages(left, right)`` appends it, when that is all it does,
     else ``None`` (the merge decides).
@@ -144,21 +144,27 @@ def plain_append(
     ``add_messages`` gives it (a new random UUID, set on the message). One pass over ``left``
     at C speed (the classes, then the ids into a set); ``fresh(left, ids)``, when it
     knows (not ``None``), says instead whether each of ``left`` has an id and none of
-    the non-empty string ``ids`` of ``right`` is among them.
+    the non-empty string ``ids`` of ``right`` is among them, and the classes of ``left``.
     """
     if format is not None or type(left) is not list:
         return None
     if type(right) is not list:
         right = [right]
-    if not right or not _plain(set(map(type, left)) | set(map(type, right))):
+    if not right or not _plain(set(map(type, right))):
         return None
     new = [i for i in map(_ID, right) if i is not None]
     if len(set(new)) != len(new):
         return None
-    known = None
+    got = None
     if fresh is not None and all(type(i) is str and i for i in new):
-        known = fresh(left, new)
-    if known is None:
+        got = fresh(left, new)
+    if got is not None:
+        known, classes = got
+        if not _plain(classes):
+            return None
+    else:
+        if not _plain(set(map(type, left))):
+            return None
         ids = set(map(_ID, left))
         known = None not in ids and ids.isdisjoint(new)
     if not known:

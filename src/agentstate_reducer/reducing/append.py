@@ -66,12 +66,14 @@ def append(
         settled.size, settled.tokens, new, new_counts, reducer._count_one, new_views
     ):
         return None
-    prints, kinds, by_dict = chain.prints, chain.kinds, chain.by_dict
+    prints, kinds, by_dict, classes = chain.prints, chain.kinds, chain.by_dict, chain.classes
     new_kinds = _kinds(new)
     if kinds is not None or new_kinds is not None:
         by_dict = (by_dict or not size) and _by_dict(new)
         kinds = [*(kinds[:size] if kinds is not None else [dict] * size),
                  *(new_kinds if new_kinds is not None else [dict] * len(new))]
+    if classes is not None:
+        classes = classes.union((dict,) if new_kinds is None else new_kinds)
     last = size - 1
     if size and (messages[last] is not snapshot[last] or messages[0] is not snapshot[0]):
         # Equal copies (a checkpointer's): the chain goes on with them, so the next
@@ -82,6 +84,7 @@ def append(
         reducer._keep(_Chain(
             id(messages), messages.copy(), len(messages), _prints(messages, kinds, by_dict),
             kinds, by_dict, None, None, _rebased(settled, snapshot, size, messages), ids, named,
+            classes,
         ), superseded=snapshot[0])
         return plan
     with reducer._chains_lock:
@@ -94,7 +97,7 @@ def append(
         ids, named = _extended_ids(chain, new, new_views)
     reducer._keep(
         _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
-               settled, ids, named)
+               settled, ids, named, classes)
     )
     return plan
 
@@ -102,18 +105,22 @@ def append(
 def _extended_ids(
     chain: _Chain, new: list[Any], views: list[MessageRecord]
 ) -> tuple[dict[str, tuple[int, Any]] | None, bool]:
-    """``chain``'s index of ids with the ``new`` messages after its ``size``, and whether
-    every message has an id (under the chains' lock). An index holding more than twice
-    the messages, the ids of those pruned long ago, is dropped: built again when asked."""
+    """``chain``'s index of ids with the ``new`` messages after its ``size`` (an id keeps
+    its lowest index, see :attr:`~.chains._Chain.ids`), and whether every message has an
+    id (under the chains' lock). An index holding more than twice the messages, the ids
+    of those pruned long ago, is dropped: built again when asked."""
     ids, size = chain.ids, chain.size
     if ids is None or len(ids) > 2 * (size + len(new)) + 64:
         return None, False
     named = chain.named
     for k, view in enumerate(views):
-        if view.id is not None:
-            ids[view.id] = (size + k, new[k])
-        else:
+        ident = view.id
+        if ident is None:
             named = False
+            continue
+        held = ids.get(ident)
+        if held is None or held[0] > size + k:
+            ids[ident] = (size + k, new[k])
     return ids, named
 
 

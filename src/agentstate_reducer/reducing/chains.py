@@ -44,12 +44,16 @@ class _Chain(NamedTuple):
     settled: Settled | None
     #: ``message id -> (index, message)`` of the snapshot, built when first asked for
     #: and shared along a chain of appends like the snapshot, and by the chain of
-    #: equal copies that goes on from it (an entry counts only while the snapshot
-    #: holds that message, or a message of that id, at that index; ids leave it only
-    #: when it is dropped, past twice the messages).
+    #: equal copies that goes on from it. An entry holds the lowest index any chain
+    #: sharing it gave the id, so an id at ``size`` or past it is held by no message
+    #: of ``snapshot[:size]``; below, it counts only while the snapshot holds that
+    #: message, or a message of that id, at that index. Ids leave it only when it is
+    #: dropped, past twice the messages.
     ids: dict[str, tuple[int, Any]] | None = None
     #: Whether every message of ``snapshot[:size]`` has an id; known with ``ids``.
     named: bool = False
+    #: The classes of the messages of ``snapshot[:size]``, known with ``ids``.
+    classes: frozenset[type] | None = None
 
 
 #: An object message's top-level fields, read at C speed.

@@ -29,16 +29,16 @@ _NONE: Any = object()
 
 def _among(chain: _Chain, ids: set[Any]) -> bool | None:
     """Whether a message of ``chain``'s ``size`` has one of ``ids``, by its index (whose
-    entries may name the originals of equal copies); ``None`` when an entry was
-    overwritten by another branch from a shared state."""
-    index, snapshot = chain.ids, chain.snapshot
+    entries may name the originals of equal copies); ``None`` when an entry below
+    ``size`` was given by another branch from a shared state."""
+    index, snapshot, size = chain.ids, chain.snapshot, chain.size
     assert index is not None
     for ident in ids:
         found = index.get(ident)
         if found is not None:
             at, message = found
-            if at >= chain.size:
-                return None
+            if at >= size:
+                continue  # its lowest index: no message before holds it
             held = snapshot[at]
             return True if held is message or message_id(held) == ident else None
     return False
@@ -123,17 +123,20 @@ class _Remembering(_Counting):
         held = _among(chain, ids)
         return any(message_id(m) in ids for m in existing) if held is None else held
 
-    def _fresh_ids(self, existing: list[Any], ids: list[str]) -> bool | None:
+    def _fresh_ids(
+        self, existing: list[Any], ids: list[str]
+    ) -> tuple[bool, frozenset[type]] | None:
         """Whether every message of ``existing`` has an id and none is one of ``ids``
-        (non-empty strings), in O(len(ids)) on a list this reducer returned (or a copy
-        of it); ``None`` when not known so. The comparison it took is handed on to the
-        next reduce in this thread: of ``existing`` (and new messages) it compares no
-        more, so a reduce must follow, as in ``reducing_add_messages`` whatever merges."""
+        (non-empty strings), and the classes of its messages, in O(len(ids)) on a list
+        this reducer returned (or a copy of it); ``None`` when not known so. The
+        comparison it took is handed on to the next reduce in this thread: of
+        ``existing`` (and new messages) it compares no more, so a reduce must follow,
+        as in ``reducing_add_messages`` whatever merges."""
         chain = self._indexed(existing)
-        if chain is None or not chain.named:
+        if chain is None or not chain.named or chain.classes is None:
             return None
         held = _among(chain, set(ids))
-        return None if held is None else not held
+        return None if held is None else (not held, chain.classes)
 
     def _indexed(self, existing: list[Any]) -> _Chain | None:
         """The chain holding all of ``existing``, with its index of ids (built if
@@ -141,7 +144,7 @@ class _Remembering(_Counting):
         chain = self._match(existing, existing)
         if chain is None or chain.size != len(existing):
             return None
-        if chain.ids is None:
+        if chain.ids is None or chain.classes is None:
             index: dict[str, tuple[int, Any]] = {}
             snapshot = chain.snapshot
             named = True
@@ -149,9 +152,11 @@ class _Remembering(_Counting):
                 ident = message_id(snapshot[i])
                 if ident is None:
                     named = False
-                else:
+                elif ident not in index:  # the lowest index of an id (see _Chain.ids)
                     index[ident] = (i, snapshot[i])
-            chain = chain._replace(ids=index, named=named)
+            kinds = chain.kinds
+            classes = frozenset((dict,) if kinds is None else kinds[: chain.size])
+            chain = chain._replace(ids=index, named=named, classes=classes)
             self._keep(chain)
         # The reduce that follows in the same call need not compare the list again.
         self._checked.list = (existing, chain)
