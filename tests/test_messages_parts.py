@@ -12,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     ChatMessage,
+    FunctionMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -25,7 +27,7 @@ from agentstate_reducer.read import (
     message_parts,
     message_state,
 )
-from agentstate_reducer.read.chat import _read
+from agentstate_reducer.read.chat import _PYDANTIC, _plain_class, _read, _read_langchain
 
 IMAGE = "data:image/png;base64," + "iVBORw0KGgo" * 20_000
 
@@ -471,6 +473,133 @@ def test_the_fast_path_agrees_with_the_general_reader_on_langchain_objects(
     message = kind(content=content, name=name, id=ident, **extra)
     assert _fast(message) is not None
     _plain_agrees(message)
+
+
+def _shortcut(message: Any) -> Any:
+    """The LangChain shortcut's record of ``message``, or ``None`` where it declines."""
+    kind = _plain_class(type(message))
+    fields = message.__dict__
+    if kind <= _PYDANTIC or message.__pydantic_extra__:
+        return None
+    try:
+        return _read_langchain(fields, kind)
+    except KeyError:
+        return None
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        HumanMessage(content="hi", id="h1"),
+        HumanMessage(content=""),
+        SystemMessage(content="rules", id=""),
+        AIMessage(content="ok", id="a1"),
+        AIMessage(content="", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c1"}]),
+        ToolMessage(content="r", tool_call_id="c1", id="t1"),
+    ],
+)
+def test_the_langchain_shortcut_reads_the_commonest_messages(message: Any) -> None:
+    assert _shortcut(message) is not None
+    assert _shortcut(message) == read_fast(message) == _read(message, 0)
+
+
+def _smuggled(message: Any, key: str, value: Any) -> Any:
+    object.__setattr__(message, key, value)  # into __dict__, past pydantic
+    return message
+
+
+def _without(message: Any, key: str) -> Any:
+    del message.__dict__[key]
+    return message
+
+
+def _retyped(message: Any, kind: str) -> Any:
+    message.type = kind
+    return message
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        HumanMessage(content="hi", name="ann"),
+        HumanMessage(content=[{"type": "text", "text": "blocks"}]),
+        HumanMessage(content="x", tool_calls=[{"name": "f", "args": {}, "id": "c"}]),
+        AIMessage(content="", additional_kwargs={"refusal": None}),
+        AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": c} for c in "ab"]),
+        AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": None}]),
+        AIMessage(content="", invalid_tool_calls=[{"name": "f", "args": "{", "id": "c",
+                                                   "error": None}]),
+        AIMessageChunk(content="a chunk class"),
+        ToolMessage(content="r", tool_call_id=""),
+        ToolMessage(content="r", tool_call_id="c1", name="lookup"),
+        FunctionMessage(content="r", name="f"),
+        _smuggled(HumanMessage(content="x"), "reasoning_content", "hidden"),
+        _smuggled(AIMessage(content="x"), "function_call", {"name": "f"}),
+        _smuggled(_without(HumanMessage(content="x"), "response_metadata"), "tool_calls",
+                  [{"name": "f", "args": {}, "id": "c"}]),
+        _without(ToolMessage(content="r", tool_call_id="c1"), "status"),
+        _without(AIMessage(content="x"), "content"),
+        _retyped(AIMessage(content="x", tool_calls=[{"name": "f", "args": {}, "id": "c"}]),
+                 "human"),
+        _retyped(ToolMessage(content="r", tool_call_id="c1"), "ai"),
+    ],
+)
+def test_the_langchain_shortcut_declines_what_it_does_not_read_as_the_reader_would(
+    message: Any,
+) -> None:
+    assert _shortcut(message) is None
+    _plain_agrees(message)
+
+
+_lc_ids = st.none() | st.just("") | st.text(alphabet="i", max_size=2)
+
+
+@st.composite
+def _langchain_messages(draw: st.DrawFn) -> Any:
+    """LangChain messages of the classes the shortcut reads, now and then bent out of the
+    shapes it reads (a name, blocks, calls it leaves alone, a field changed past pydantic)."""
+    kind = draw(st.sampled_from([HumanMessage, SystemMessage, AIMessage, ToolMessage]))
+    content = draw(st.text(alphabet="ab ", max_size=4) | st.just([{"type": "text", "text": "t"}]))
+    fields: dict[str, Any] = {
+        "content": content,
+        "id": draw(_lc_ids),
+        "name": draw(st.none() | st.text(alphabet="n", max_size=1)),
+        "additional_kwargs": draw(st.sampled_from([{}, {"refusal": None}, {"k": 1}])),
+    }
+    if kind is AIMessage:
+        fields["tool_calls"] = draw(st.lists(
+            st.fixed_dictionaries({"id": _lc_ids, "name": st.sampled_from(["f", ""]),
+                                   "args": st.dictionaries(st.just("k"), st.integers(0, 2))}),
+            max_size=2,
+        ))
+    if kind is ToolMessage:
+        fields["tool_call_id"] = draw(st.sampled_from(["", "c1"]))
+    message = kind(**fields)
+    bend = draw(st.sampled_from(["none", "none", "smuggle", "drop", "retype"]))
+    if bend == "smuggle":
+        key = draw(st.sampled_from(["reasoning_content", "function_call", "tool_calls",
+                                    "tool_call_id", "invalid_tool_calls", "other"]))
+        object.__setattr__(message, key, draw(st.sampled_from(["x", None, [], {"name": "f"}])))
+    elif bend == "drop":
+        del message.__dict__[draw(st.sampled_from(sorted(message.__dict__)))]
+    elif bend == "retype":
+        message.type = draw(st.sampled_from(["human", "ai", "tool", "system", "narrator"]))
+    return message
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)
+@given(_langchain_messages())
+def test_the_langchain_shortcut_agrees_with_the_general_reader(message: Any) -> None:
+    shortcut = _shortcut(message)
+    if shortcut is not None:
+        assert shortcut == _read(message, 0)
+    try:
+        fast = read_fast(message)
+    except Exception:  # a field dropped past pydantic: getattr() fails as it would
+        return
+    if fast is not None:
+        assert fast == _read(message, 0)
 
 
 def test_with_parts_copies_a_langchain_message_deeply_sharing_nothing() -> None:

@@ -38,9 +38,9 @@ def test_a_memo_forgets_the_oldest_quarter_past_its_size() -> None:
     memo = TextMemo(len, entries=8)
     for i in range(9):
         memo(f"text number {i}")
-    assert len(memo._known) == 7  # 9 entries, the oldest 2 (a quarter) gone
-    assert hash("text number 0") not in memo._known
-    assert hash("text number 8") in memo._known
+    assert len(memo.known) == 7  # 9 entries, the oldest 2 (a quarter) gone
+    assert hash("text number 0") not in memo.known
+    assert hash("text number 8") in memo.known
 
 
 def test_the_heuristic_remembers_the_texts_it_counted() -> None:
@@ -55,3 +55,11 @@ def test_an_empty_text_is_the_counters_own_answer() -> None:
     # approximate_text_tokens answered 0 for any falsy text before the memo.
     assert approximate_text_tokens("") == 0
     assert approximate_text_tokens(None) == 0  # type: ignore[arg-type]
+
+
+def test_the_heuristic_remembers_short_texts_too() -> None:
+    # A tool name or a call id costs about five look-ups to estimate.
+    approximate_text_tokens("call_" + "7f3a")
+    before = _approximate_o200k.counted
+    assert approximate_text_tokens("call_7f3a") == _HEURISTICS["o200k_base"]("call_7f3a")
+    assert _approximate_o200k.counted == before

@@ -22,6 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from strategies import histories
+from strategies_responses import responses_histories
 
 from agentstate_reducer import (
     ConfigError,
@@ -41,6 +43,7 @@ from agentstate_reducer.tokens import (
     approximate_text_tokens,
     approximate_token_count,
     context_window,
+    count_back,
     count_message,
     exact_token_counter,
     load_cl100k_base,
@@ -691,6 +694,59 @@ def test_read_counted_reads_view_and_count_at_once_for_built_in_counters() -> No
         read_message(blocks),
         approximate_token_count(blocks),
     )
+
+
+#: Messages the reader reads by its general path (or its other shapes' readers), and
+#: texts no memo holds yet: mixed into the histories count_back is held to.
+_ODD = [
+    HumanMessage(content="hi", name="ann"),
+    AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": c} for c in "ab"]),
+    {"role": "model", "parts": [{"text": "a Gemini content"}]},
+    {"role": "narrator", "content": "an unknown role is billed as text"},
+    {"type": "function_call", "call_id": "r1", "name": "f", "arguments": "{}"},
+    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+]
+
+
+@st.composite
+def _counted_histories(draw: st.DrawFn) -> list[Any]:
+    history = list(draw(histories() | histories("pydantic_ai") | responses_histories()))
+    for message in draw(st.lists(st.sampled_from(_ODD), max_size=3)):
+        history.insert(draw(st.integers(0, len(history))), message)
+    if draw(st.booleans()):  # a text counted for the first time
+        history.append({"role": "user", "content": draw(st.text(min_size=1, max_size=40))})
+    return history
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=_counted_histories(), budget=st.integers(-1, 400), data=st.data())
+def test_count_back_reads_and_counts_each_message_as_read_counted_does(
+    history: list[Any], budget: int, data: st.DataObject
+) -> None:
+    from agentstate_reducer.tokens import read_counted
+
+    stop = data.draw(st.integers(0, len(history)))
+    first = data.draw(st.integers(0, stop))
+    used = data.draw(st.integers(0, 40))
+    for counter in (approximate_token_count, exact_token_counter()):
+        lo, total, records = stop, used, []
+        while lo > first:
+            read = read_counted(history[lo - 1], counter, lo - 1)
+            assert read is not None
+            records.append(read[0])
+            if total + read[1] > budget:
+                break
+            total += read[1]
+            lo -= 1
+        assert count_back(history, stop, first, used, budget, counter) == (lo, total, records)
+    assert count_back(history, stop, first, used, budget, lambda m: 1) is None
+
+
+def test_count_back_names_the_index_of_an_unreadable_message() -> None:
+    history = [{"role": "user", "content": "q"}, {"role": "user", "id": [1]}, {"role": "user"}]
+    with pytest.raises(MessageFormatError, match=r"index 1 \(messages\[1\]\.id\)"):
+        count_back(history, 3, 0, 0, 100, approximate_token_count)
+    assert count_back(history, 3, 2, 0, 100, approximate_token_count) is not None  # not read
 
 
 # -- the count cache ------------------------------------------------------------------

@@ -46,6 +46,9 @@ from agentstate_reducer.read import (
     read_message,
     with_content,
 )
+from agentstate_reducer.tokens import approximate_token_count
+from agentstate_reducer.tokens.heuristic import _approximate_o200k
+from agentstate_reducer.trim import trim_selection
 
 # -- the seed page, translated: one test per example ------------------------------------
 
@@ -742,6 +745,29 @@ def trim_cases(draw: st.DrawFn) -> tuple[list[Any], dict[str, Any]]:
         params["include_system"] = draw(st.booleans())
         params["start_on"] = draw(types)
     return history, params
+
+
+def _approximate_each(message: Mapping[str, Any] | BaseMessage) -> int:
+    """The heuristic as a user's counter over one message, counted one message at a time."""
+    return approximate_token_count(message)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(trim_cases(), st.floats(0, 1.2), st.booleans())
+def test_the_built_in_counter_keeps_what_counting_each_message_keeps(
+    case: tuple[list[Any], dict[str, Any]], share: float, forget: bool
+) -> None:
+    # "approximate" reads and counts the kept messages in one loop (tokens.count_back,
+    # the reader's LangChain shortcut, the memo looked up in place); the same heuristic
+    # as a callable is read and counted one message at a time, by the general loop.
+    history, params = case
+    params["max_tokens"] = round(share * sum(approximate_token_count(m) for m in history))
+    if forget:
+        _approximate_o200k.forget()  # texts seen for the first time
+    fast = trim_selection(history, token_counter="approximate", **params)
+    each = trim_selection(history, token_counter=_approximate_each, **params)
+    assert fast == each == trim_selection(history, token_counter="approximate", **params)
 
 
 def _source(history: list[Any], kept: list[Any]) -> list[int]:

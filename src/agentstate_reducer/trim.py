@@ -39,7 +39,13 @@ from .read import (
     too_deep_among,
     with_content,
 )
-from .tokens import TokenCounter, check_token_counter, read_counted, resolve_token_counter
+from .tokens import (
+    TokenCounter,
+    check_token_counter,
+    count_back,
+    read_counted,
+    resolve_token_counter,
+)
 
 __all__ = ("MessageTypeSpec", "TrimSelection", "trim_messages", "trim_selection")
 
@@ -104,25 +110,27 @@ def _counts_one_message(fn: Callable[..., Any]) -> bool:
     return not _is_list_annotation(annotation)
 
 
-class _Views:
-    """Message views, each read once, on demand."""
+class _Views(dict[int, MessageRecord]):
+    """Message views by index (``0 <= index < len(messages)``), each read once, on demand.
+
+    A dict, so a view read already is looked up at C level (the links and the tool
+    pairs ask for every kept view); ``len`` is the number of messages.
+    """
 
     def __init__(self, messages: list[Any]) -> None:
+        super().__init__()
         self._messages = messages
-        self._views: list[MessageRecord | None] = [None] * len(messages)
 
     def __len__(self) -> int:
-        return len(self._views)
+        return len(self._messages)
 
-    def __getitem__(self, index: int) -> MessageRecord:
-        view = self._views[index]
-        if view is None:
-            view = self._views[index] = read_message(self._messages[index], index)
+    def __missing__(self, index: int) -> MessageRecord:
+        view = self[index] = read_message(self._messages[index], index)
         return view
 
     def remember(self, index: int, view: MessageRecord) -> None:
         """Keep a view read elsewhere (by the counter), equal to what ``read_message`` gives."""
-        self._views[index] = view
+        self[index] = view
 
 
 class _Sizer:
@@ -163,6 +171,25 @@ class _Sizer:
                 count = read[1]
             self._counts[index] = count
         return count
+
+    def back(self, stop: int, first: int, used: float, budget: float) -> tuple[int, float]:
+        """``(lo, used)``: the longest run ``[lo, stop)``, ``lo >= first``, whose counts keep
+        ``used`` within ``budget``, counted from the end (per-message counters only)."""
+        assert self.per_message is not None
+        run = count_back(self._messages, stop, first, used, budget, self.per_message)
+        if run is not None:  # a built-in counter: read and counted in one loop
+            lo, used, records = run
+            at = range(stop - 1, stop - 1 - len(records), -1)
+            self._views.update(zip(at, records, strict=True))
+            return lo, used
+        lo = stop
+        while lo > first:
+            cost = self.one(lo - 1)
+            if used + cost > budget:
+                break
+            used += cost
+            lo -= 1
+        return lo, used
 
     def cost(self, candidate: list[Any]) -> float:
         """The list counter's count of a whole candidate list (list counters only)."""
@@ -717,14 +744,7 @@ def _last(
         head = [(0, items[0])]
     first = len(head)
     if sizer.per_message is not None:
-        used = sum(sizer.one(i) for i, _ in head)
-        lo = stop
-        while lo > first:
-            cost = sizer.one(lo - 1)
-            if used + cost > budget:
-                break
-            used += cost
-            lo -= 1
+        lo, used = sizer.back(stop, first, sum(sizer.one(i) for i, _ in head), budget)
         per_message = sizer.per_message
 
         def fits(candidate: Any) -> bool:

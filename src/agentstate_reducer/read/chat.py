@@ -239,8 +239,16 @@ def _read_object(message: object) -> MessageRecord | None:
     fields = getattr(message, "__dict__", None) if plain else None
     if type(fields) is not dict:
         return None
-    if plain == _PYDANTIC and message.__pydantic_extra__:  # type: ignore[attr-defined]
-        return None  # undeclared fields, which getattr() would read
+    if plain >= _PYDANTIC:
+        if message.__pydantic_extra__:  # type: ignore[attr-defined]
+            return None  # undeclared fields, which getattr() would read
+        if plain > _PYDANTIC:
+            try:
+                record = _read_langchain(fields, plain)
+            except KeyError:  # a field its class declares is not there: read it as any object
+                record = None
+            if record is not None:
+                return record
     get = fields.get
     extra = get("additional_kwargs")
     # LangChain objects built from raw provider output keep calls here.
@@ -253,6 +261,58 @@ def _read_object(message: object) -> MessageRecord | None:
     ):
         return None
     return _read_fields(get, get("type"))
+
+
+def _read_langchain(fields: dict[str, Any], kind: int) -> MessageRecord | None:
+    """The commonest LangChain messages read from their fields at once, or ``None`` (the
+    rest of the fast path decides): the fields of a class of :data:`_LANGCHAIN_CLASSES`,
+    no more, with text content, no name and nothing in ``additional_kwargs``; an ai
+    message with no call or one LangChain call, a tool message answering one call. Each
+    field is looked up once and every other field its class declares is checked to be
+    there, so no field the fast path reads (``reasoning_content``, ``function_call``, ...)
+    can hide in ``__dict__``."""
+    content, raw, ident = fields["content"], fields["type"], fields["id"]
+    if (
+        type(content) is not str
+        or type(raw) is not str
+        or (ident is not None and type(ident) is not str)
+        or fields["name"] is not None
+        or fields["additional_kwargs"]
+        or len(fields) != _LANGCHAIN_SIZES[kind]
+        or "response_metadata" not in fields
+    ):
+        return None
+    role = _ALIASES.get(raw)
+    if role is None:
+        return None
+    if kind == _LANGCHAIN_TEXT:
+        return _new_record(MessageRecord, (role, ident or None, _EMPTY, _EMPTY, content or None,
+                                           NO_EXTRAS))
+    if kind == _LANGCHAIN_TOOL:
+        call_id = fields["tool_call_id"]
+        if role != TOOL or type(call_id) is not str or not call_id:
+            return None
+        if "artifact" not in fields or "status" not in fields:
+            return None
+        return _new_record(MessageRecord, (role, ident or None, _EMPTY, (call_id,),
+                                           content or None, NO_EXTRAS))
+    found = fields["tool_calls"]
+    if role != AI or fields["invalid_tool_calls"] or "usage_metadata" not in fields:
+        return None
+    if not found:
+        return _new_record(MessageRecord, (role, ident or None, _EMPTY, _EMPTY, content or None,
+                                           NO_EXTRAS))
+    if type(found) is not list or len(found) != 1:
+        return None
+    call = found[0]
+    if type(call) is not dict or call.get("function") is not None:
+        return None
+    cid, call_name = call.get("id"), call.get("name")
+    if type(cid) is not str or not cid or type(call_name) is not str:
+        return None
+    extras = _new_record(Extras, (None, (), ((call_name, call.get("args")),), None, *_NO_MORE))
+    return _new_record(MessageRecord, (role, ident or None, (cid,), _EMPTY, content or None,
+                                       extras))
 
 
 def _read_fields(get: Callable[[str], Any], raw: object) -> MessageRecord | None:
@@ -770,17 +830,40 @@ def _field_calls(fields: Any, walk: _Walk) -> None:
 
 
 _PYDANTIC = 2
+#: Pydantic classes declaring exactly the fields of LangChain's text messages (human,
+#: system, function), of its ai messages, of its tool messages: read by
+#: :func:`_read_langchain` first.
+_LANGCHAIN_TEXT, _LANGCHAIN_AI, _LANGCHAIN_TOOL = 3, 4, 5
+_LANGCHAIN_BASE = ("content", "additional_kwargs", "response_metadata", "type", "name", "id")
+_LANGCHAIN_CLASSES = {
+    frozenset(_LANGCHAIN_BASE): _LANGCHAIN_TEXT,
+    frozenset((*_LANGCHAIN_BASE, "tool_calls", "invalid_tool_calls", "usage_metadata")):
+        _LANGCHAIN_AI,
+    frozenset((*_LANGCHAIN_BASE, "tool_call_id", "artifact", "status")): _LANGCHAIN_TOOL,
+}
+#: Fields an instance of each kind keeps in ``__dict__``, by kind.
+_LANGCHAIN_SIZES = {kind: len(fields) for fields, kind in _LANGCHAIN_CLASSES.items()}
 #: Per class: 0 when the fast path must not read its instances, 1 when every field it
 #: reads lives in the instance ``__dict__``, :data:`_PYDANTIC` when undeclared fields
-#: may also live elsewhere (pydantic models with ``extra="allow"``, as LangChain's are).
+#: may also live elsewhere (pydantic models with ``extra="allow"``, as LangChain's are),
+#: or one of the LangChain kinds above (pydantic too).
 _PLAIN_CLASSES: dict[type, int] = {}
+
+
+def _declared(cls: type) -> frozenset[str]:
+    """The fields a pydantic class declares, or none."""
+    try:
+        fields = cls.model_fields  # type: ignore[attr-defined]
+    except Exception:
+        return frozenset()
+    return frozenset(fields) if type(fields) is dict else frozenset()
 
 
 def _plain_class(cls: type) -> int:
     if issubclass(cls, Mapping) or any(hasattr(cls, field) for field in _OBJECT_FIELDS):
         kind = 0  # a mapping, or a property or class attribute that only getattr() reads
     elif hasattr(cls, "__pydantic_extra__"):
-        kind = _PYDANTIC
+        kind = _LANGCHAIN_CLASSES.get(_declared(cls), _PYDANTIC)
     elif hasattr(cls, "__getattr__") or cls.__getattribute__ is not object.__getattribute__:
         kind = 0  # attributes computed on access
     else:

@@ -33,7 +33,14 @@ from __future__ import annotations
 
 from .cache import TokenCountCache
 from .calibration import REPLY_PRIMING_TOKENS, Calibration, request_overhead
-from .count import MEDIA_TOKENS, TokenCounter, approximate_token_count, count_message, read_counted
+from .count import (
+    MEDIA_TOKENS,
+    TokenCounter,
+    approximate_token_count,
+    count_back,
+    count_message,
+    read_counted,
+)
 from .encodings import (
     CL100K_BASE_SHA256,
     DEFAULT_ENCODING,
@@ -74,6 +81,7 @@ __all__ = (
     "approximate_token_count",
     "check_token_counter",
     "context_window",
+    "count_back",
     "count_message",
     "exact_token_counter",
     "load_cl100k_base",

@@ -6,7 +6,7 @@ text counter; :func:`read_counted` reads and counts a message in one read for th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..read import (
@@ -17,17 +17,20 @@ from ..read import (
     NO_EXTRAS,
     SYSTEM,
     TOOL,
+    Extras,
     MessageRecord,
     args_text,
     read_message,
     too_deep_among,
 )
 from .heuristic import _approximate_o200k
+from .memo import TextMemo
 
 __all__ = (
     "MEDIA_TOKENS",
     "TokenCounter",
     "approximate_token_count",
+    "count_back",
     "count_message",
     "read_counted",
 )
@@ -76,7 +79,13 @@ def _count_record(record: MessageRecord, text_tokens: Callable[[str], int]) -> i
         total += text_tokens(answers[0])
     if extras is NO_EXTRAS:
         return total
+    return total + _count_extras(extras, text_tokens)
+
+
+def _count_extras(extras: Extras, text_tokens: Callable[[str], int]) -> int:
+    """What :func:`_count_record` bills of a record's :class:`Extras`."""
     name, texts, calls, call_id, result_ids, media, _, _ = extras
+    total = media * MEDIA_TOKENS
     for text in texts:
         total += text_tokens(text)
     if name is not None:
@@ -87,7 +96,7 @@ def _count_record(record: MessageRecord, text_tokens: Callable[[str], int]) -> i
         total += text_tokens(call_id)
     for ident in result_ids:
         total += text_tokens(ident)
-    return total + media * MEDIA_TOKENS
+    return total
 
 
 def read_counted(
@@ -110,6 +119,59 @@ def read_counted(
         if error is None:
             raise
         raise error from None
+
+
+def count_back(
+    messages: Sequence[Any], stop: int, first: int, used: float, budget: float,
+    counter: TokenCounter,
+) -> tuple[int, float, list[MessageRecord]] | None:
+    """The longest run ``messages[lo:stop]`` (``lo >= first``) whose counts keep ``used``
+    within ``budget``, each message read and counted once, from ``stop - 1`` down.
+
+    Returns ``(lo, used + the run's counts, records)``: ``records[k]`` is the record of
+    ``messages[stop - 1 - k]``, one more than the run when a message did not fit. Equal to
+    :func:`read_counted` of each message in turn, adding while ``used + count <= budget``;
+    ``None`` for a counter that is not built in. Errors name the index, as
+    :func:`read_counted`'s do.
+    """
+    text_tokens = _text_counter(counter)
+    if text_tokens is None:
+        return None
+    # A hit in the memo is the count the memo's call would give: looked up here, without
+    # a call (most texts of a history counted again are hits).
+    known = text_tokens.known if isinstance(text_tokens, TextMemo) else {}
+    look = known.get
+    records: list[MessageRecord] = []
+    keep = records.append
+    roles = _KNOWN_ROLES
+    lo = stop
+    message = None
+    try:
+        while lo > first:
+            message = messages[lo - 1]
+            record = read_message(message, lo - 1)
+            keep(record)
+            role, _, _, answers, text, extras = record
+            cost = _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
+            if text is not None:
+                hit = look(hash(text))
+                cost += hit[1] if hit is not None and hit[0] == len(text) else text_tokens(text)
+            if answers and role == TOOL and extras[7] is CHAT:
+                ident = answers[0]
+                hit = look(hash(ident))
+                cost += hit[1] if hit is not None and hit[0] == len(ident) else text_tokens(ident)
+            if extras is not NO_EXTRAS:
+                cost += _count_extras(extras, text_tokens)
+            if used + cost > budget:
+                break
+            used += cost
+            lo -= 1
+    except RecursionError:  # arguments or a value too deep for their JSON
+        error = too_deep_among([message], lo - 1)
+        if error is None:
+            raise
+        raise error from None
+    return lo, used, records
 
 
 def approximate_token_count(message: Any) -> int:

@@ -28,8 +28,9 @@ class TextMemo:
         self._count = count
         self._shortest = shortest
         self._entries = entries
-        #: ``hash(text) -> (len(text), count)``.
-        self._known: dict[int, tuple[int, int]] = {}
+        #: ``hash(text) -> (len(text), count)``; a loop that counts many texts may look a
+        #: text up here itself (a hit whose length matches is what a call would answer).
+        self.known: dict[int, tuple[int, int]] = {}
         self._lock = threading.Lock()
         #: Texts counted so far, not answered from memory (for benchmarks and tests).
         self.counted = 0
@@ -38,13 +39,13 @@ class TextMemo:
         if not text or len(text) < self._shortest:  # the counter's own answer for ""
             return self._count(text)
         key = hash(text)
-        known = self._known.get(key)
+        known = self.known.get(key)
         if known is not None and known[0] == len(text):
             return known[1]
         n = self._count(text)
         with self._lock:
             self.counted += 1
-            memory = self._known
+            memory = self.known
             memory[key] = (len(text), n)
             if len(memory) > self._entries:
                 for old in list(itertools.islice(memory, len(memory) // 4)):
@@ -54,4 +55,4 @@ class TextMemo:
     def forget(self) -> None:
         """Forget every remembered count (for benchmarks and tests)."""
         with self._lock:
-            self._known.clear()
+            self.known.clear()
