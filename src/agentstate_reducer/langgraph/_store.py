@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Generator, Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, PutOp
 
+from .._drivers import _adrive, _blocking, _Call, _drive
 from ..errors import ConfigError, ConfigTypeError
 from ..outbox.base import Outbox
 from ..read import message_id, message_parts, package_note
@@ -238,17 +239,7 @@ def fetch_original(
         >>> fetch_original(InMemoryStore(), "ctx_0123456789abcdef") is None
         True
     """
-    _check_handle(handle)
-    for source in original_sources(store):
-        if isinstance(source, Outbox):
-            text = source.original(handle, namespace)
-        else:
-            base, labels = _labels(source, namespace)
-            item = base.get(labels, handle)
-            text = None if item is None else _original_text(item.value)
-        if text is not None:
-            return text
-    return None
+    return _drive(_fetching(store, handle, namespace))
 
 
 async def afetch_original(
@@ -256,13 +247,21 @@ async def afetch_original(
 ) -> str | None:
     """Async :func:`fetch_original`: ``store.aget`` for stores, an outbox read in a
     worker thread (its clients are synchronous)."""
+    return await _adrive(_fetching(store, handle, namespace))
+
+
+def _fetching(
+    store: OriginalSource | Sequence[OriginalSource], handle: str, namespace: Any
+) -> Generator[_Call, Any, str | None]:
+    """What :func:`fetch_original` does, yielding each read of a source."""
     _check_handle(handle)
     for source in original_sources(store):
+        text: str | None
         if isinstance(source, Outbox):
-            text = await asyncio.to_thread(source.original, handle, namespace)
+            text = yield _blocking(source.original, handle, namespace)
         else:
             base, labels = _labels(source, namespace)
-            item = await base.aget(labels, handle)
+            item = yield _Call(base.get, base.aget, labels, handle)
             text = None if item is None else _original_text(item.value)
         if text is not None:
             return text
