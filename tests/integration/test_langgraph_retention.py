@@ -484,6 +484,31 @@ async def test_old_threads_expire_by_age_however_busy(backend_factory: Any) -> N
         assert await sweep(saver, backend, begun + 3600.04) == ["old"]
 
 
+@pytest.mark.parametrize("drive", ["sync", "async"])
+def test_a_thread_idle_by_its_checkpoint_id_is_swept_without_a_read(drive: str) -> None:
+    """The newest checkpoint's id tells when it was written: an idle thread is swept
+    without reading it, by either driver, an age limit set or not."""
+    inner = InMemorySaver()
+    saver = ReducingSaver(inner, reducer(), ttl=ThreadTTL(idle=60, age=3600))
+    delta_graph(saver).invoke({"messages": ["question"], "turns": 0}, config("idle"))
+    reads: list[Any] = []
+    get_tuple, aget_tuple = inner.get_tuple, inner.aget_tuple
+
+    def counted(config: Any) -> Any:
+        reads.append(config)
+        return get_tuple(config)
+
+    async def acounted(config: Any) -> Any:
+        reads.append(config)
+        return await aget_tuple(config)
+
+    inner.get_tuple, inner.aget_tuple = counted, acounted  # type: ignore[method-assign]
+    now = time.time() + 61
+    swept = saver.sweep(now) if drive == "sync" else asyncio.run(saver.asweep(now))
+    assert swept == ["idle"]
+    assert reads == []
+
+
 @pytest.mark.parametrize("keep", [None, 2])
 async def test_keep_latest_leaves_one_checkpoint_that_resumes_whole(
     backend_factory: Any, keep: int | None
