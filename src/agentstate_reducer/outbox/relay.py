@@ -240,14 +240,7 @@ class Relay:
         Raises:
             OutboxError: the outbox itself failed (delivery errors are recorded, not raised).
         """
-        jobs = self.outbox.claim(self.batch, self.lease_seconds)
-        if not jobs:
-            return RelayRound()
-        tally = [0, 0]
-        with _Heartbeat(self.outbox, jobs, self.lease_seconds):
-            for namespace, group, messages in self._prepare(jobs, tally):
-                _drive(self._delivering(group, messages, namespace, tally))
-        return RelayRound(len(jobs), tally[0], tally[1])
+        return _drive(self._round())
 
     def run_forever(self, stop_event: threading.Event | None = None) -> None:
         """Run rounds until ``stop_event`` is set, sleeping when there is nothing to do.
@@ -261,34 +254,30 @@ class Relay:
     async def arun_once(self) -> RelayRound:
         """:meth:`run_once` for an event loop: outbox calls and a sync ``deliver_fn`` run
         in worker threads, an async ``deliver_fn`` is awaited on this loop."""
-        jobs = await asyncio.to_thread(self.outbox.claim, self.batch, self.lease_seconds)
-        if not jobs:
-            return RelayRound()
-        tally = [0, 0]
-        beat = asyncio.create_task(self._aheartbeat(jobs))
-        try:
-            prepared = await asyncio.to_thread(self._prepare, jobs, tally)
-            for namespace, group, messages in prepared:
-                await _adrive(self._delivering(group, messages, namespace, tally))
-        finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
-        return RelayRound(len(jobs), tally[0], tally[1])
-
-    async def _aheartbeat(self, jobs: list[Job]) -> None:
-        while True:
-            await asyncio.sleep(self.lease_seconds / 3)
-            try:
-                await asyncio.to_thread(self.outbox.renew, jobs, self.lease_seconds)
-            except Exception:
-                logger.exception("agentstate-reducer: renewing leases failed; retrying")
+        return await _adrive(self._round())
 
     async def arun_forever(self, stop_event: asyncio.Event | None = None) -> None:
         """:meth:`run_forever` for an event loop; stops when ``stop_event`` is set."""
         await _adrive(self._rounds(stop_event if stop_event is not None else asyncio.Event()))
 
     # -- shared ----------------------------------------------------------------------
+
+    def _round(self) -> Generator[_Call, Any, RelayRound]:
+        """What :meth:`run_once` does, yielding each outbox call (the async driver runs
+        them in worker threads), the heartbeat's start and stop, and each delivery."""
+        jobs = yield _blocking(self.outbox.claim, self.batch, self.lease_seconds)
+        if not jobs:
+            return RelayRound()
+        tally = [0, 0]
+        beat = _Heartbeat(self.outbox, jobs, self.lease_seconds)
+        yield _Call(beat.start, beat.astart)
+        try:
+            prepared = yield _blocking(self._prepare, jobs, tally)
+            for namespace, group, messages in prepared:
+                yield from self._delivering(group, messages, namespace, tally)
+        finally:
+            yield _Call(beat.stop, beat.astop)
+        return RelayRound(len(jobs), tally[0], tally[1])
 
     def _rounds(self, stop: threading.Event | asyncio.Event) -> Generator[_Call, Any, None]:
         """Rounds until ``stop`` is set, pausing up to ``poll_interval`` when a round
@@ -386,31 +375,52 @@ class Relay:
 
 
 class _Heartbeat:
-    """Renews the lease of ``jobs`` every third of ``lease_seconds`` in a thread."""
+    """Renews the lease of ``jobs`` every third of ``lease_seconds``: in a thread
+    (:meth:`start`, :meth:`stop`), or in a task on the running loop (:meth:`astart`,
+    :meth:`astop`) whose renewals run in worker threads."""
 
     def __init__(self, outbox: Outbox, jobs: list[Job], lease_seconds: float) -> None:
         self.outbox = outbox
         self.jobs = jobs
         self.lease_seconds = lease_seconds
         self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
         self._thread = threading.Thread(
             target=self._beat, name="agentstate-reducer-heartbeat", daemon=True
         )
-
-    def __enter__(self) -> _Heartbeat:
         self._thread.start()
-        return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def stop(self) -> None:
+        assert self._thread is not None
         self._stop.set()
         self._thread.join()
 
+    async def astart(self) -> None:
+        self._task = asyncio.create_task(self._abeat())
+
+    async def astop(self) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
     def _beat(self) -> None:
         while not self._stop.wait(self.lease_seconds / 3):
-            try:
-                self.outbox.renew(self.jobs, self.lease_seconds)
-            except Exception:
-                logger.exception("agentstate-reducer: renewing leases failed; retrying")
+            self._renew()
+
+    async def _abeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            await asyncio.to_thread(self._renew)
+
+    def _renew(self) -> None:
+        try:
+            self.outbox.renew(self.jobs, self.lease_seconds)
+        except Exception:
+            logger.exception("agentstate-reducer: renewing leases failed; retrying")
 
 
 async def _await(value: Any) -> Any:
