@@ -145,6 +145,28 @@ def test_the_factor_is_applied_to_the_budget() -> None:
     assert 2 * sum(calibrated.count_tokens(result.surviving)) <= total + 10
 
 
+def test_the_calibrated_budget_is_the_config_with_its_two_budgets_changed() -> None:
+    """Built without validating again: equal to ``dataclasses.replace`` of the config,
+    every other field the config's own."""
+    import dataclasses
+
+    history = _history(10)
+    config = ReducerConfig(
+        min_messages=2, max_tokens=10_000, target_tokens=6_000, token_counter="approximate"
+    )
+    reducer = MessageReducer(config=config)
+    reducer.calibrate(history, 2 * sum(reducer.count_tokens(history)))
+    budget = reducer._budget(None)
+    assert budget is not config and budget.max_tokens is not None
+    assert budget.max_tokens < config.max_tokens
+    want = dataclasses.replace(
+        config, max_tokens=budget.max_tokens, target_tokens=budget.target_tokens
+    )
+    assert budget == want and vars(budget) == vars(want)
+    assert budget.target_tokens is not None and 1 <= budget.target_tokens <= budget.max_tokens
+    assert reducer._budget(None) is budget  # remembered
+
+
 def test_calibration_can_be_turned_off() -> None:
     reducer = MessageReducer(
         config=ReducerConfig(

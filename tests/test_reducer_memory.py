@@ -152,3 +152,17 @@ def test_plain_append_takes_the_classes_of_the_list_from_fresh() -> None:
     assert plain_append(left, [AIMessage("x")], fresh=lambda _l, _i: None) is not None
     chunked = plain_append(left, [AIMessage("x")], fresh=lambda _l, _i: (True, {AIMessageChunk}))
     assert chunked is None
+
+
+def test_two_branches_from_one_state_keep_the_classes_of_their_own_messages() -> None:
+    """The first append extends the classes of the state in place, as its snapshot; the
+    second, from the same state, keeps its own: each result is still recognised."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    state = reducer.reduce(existing=_lc_history(3)).surviving
+    first = reducer.reduce(existing=state, new=[HumanMessage("one", id="b1")]).surviving
+    second = reducer.reduce(existing=state, new=[AIMessage("two", id="b2")]).surviving
+    for out in (first, second, state):
+        chain = reducer._match(out, out)
+        assert chain is not None and chain.size == len(out)

@@ -117,15 +117,25 @@ def _new_id() -> str:
     return str(uuid.UUID(int=_RANDOM.getrandbits(128), version=4))
 
 
+#: ``class -> whether _plain holds for it``: a few classes, asked twice a merge.
+_PLAIN: dict[type, bool] = {}
+
+
 def _plain(kinds: Collection[type]) -> bool:
     """Whether messages of these classes are what ``add_messages`` keeps as they are
     and appends: messages, neither chunks (it converts them) nor removals."""
-    fw = _framework()
-    return all(
-        issubclass(kind, fw.BaseMessage)
-        and not issubclass(kind, (fw.BaseMessageChunk, fw.RemoveMessage))
-        for kind in kinds
-    )
+    for kind in kinds:
+        plain = _PLAIN.get(kind)
+        if plain is None:
+            fw = _framework()
+            plain = issubclass(kind, fw.BaseMessage) and not issubclass(
+                kind, (fw.BaseMessageChunk, fw.RemoveMessage)
+            )
+            if len(_PLAIN) < 256:  # classes made on the fly are not all kept
+                _PLAIN[kind] = plain
+        if not plain:
+            return False
+    return True
 
 
 def plain_append(

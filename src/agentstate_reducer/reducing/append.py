@@ -68,10 +68,10 @@ def append(
         return None
     prints, kinds, by_dict, classes = chain.prints, chain.kinds, chain.by_dict, chain.classes
     new_kinds = _kinds(new)
+    added: list[type] | None = None  # the classes of the new messages, where kinds are kept
     if kinds is not None or new_kinds is not None:
         by_dict = (by_dict or not size) and _by_dict(new)
-        kinds = [*(kinds[:size] if kinds is not None else [dict] * size),
-                 *(new_kinds if new_kinds is not None else [dict] * len(new))]
+        added = new_kinds if new_kinds is not None else [dict] * len(new)
     if classes is not None:
         classes = classes.union((dict,) if new_kinds is None else new_kinds)
     last = size - 1
@@ -79,6 +79,8 @@ def append(
         # Equal copies (a checkpointer's): the chain goes on with them, so the next
         # reduce of the list returned now compares these objects, not copies again.
         # The chains of the originals copied are forgotten: they come back no more.
+        if added is not None:
+            kinds = [*(kinds[:size] if kinds is not None else [dict] * size), *added]
         with reducer._chains_lock:
             ids, named = _extended_ids(chain, new, new_views)
         reducer._keep(_Chain(
@@ -94,6 +96,11 @@ def append(
         else:  # another append from the same state extended them first
             snapshot = [*snapshot[:size], *new]
             prints = [*prints[:size], *map(_print, new)]
+        if added is not None:  # extended as the snapshot is (a chain reads kinds[:size])
+            if kinds is not None and len(kinds) == size:
+                kinds.extend(added)
+            else:
+                kinds = [*(kinds[:size] if kinds is not None else [dict] * size), *added]
         ids, named = _extended_ids(chain, new, new_views)
     reducer._keep(
         _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,

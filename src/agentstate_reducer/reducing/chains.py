@@ -33,7 +33,8 @@ class _Chain(NamedTuple):
     #: :func:`_print` of each message of ``snapshot`` when it was remembered, extended
     #: and copied along with it: what a later list is compared with.
     prints: list[Any]
-    #: The class of each message, or ``None`` when every one was a plain dict.
+    #: The class of each message, or ``None`` when every one was a plain dict; in
+    #: ``kinds[:size]``, extended in place along a chain of appends as the snapshot is.
     kinds: list[type] | None
     #: Whether every message's fields are its ``__dict__`` (:func:`_by_dict`).
     by_dict: bool

@@ -3,7 +3,6 @@ calibration learned from reported usage, and the budgets they leave for the mess
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -192,7 +191,10 @@ class _Counting:
         key = (high, low)
         budget = self._budgets.get(key)
         if budget is None:
-            budget = dataclasses.replace(config, max_tokens=high, target_tokens=low)
+            # Not dataclasses.replace: validating every field again (and copying its
+            # lists) cost more than planning the append that asked; 1 <= low <= high.
+            budget = object.__new__(ReducerConfig)
+            budget.__dict__.update(config.__dict__, max_tokens=high, target_tokens=low)
             if len(self._budgets) > 64:
                 self._budgets.clear()
             self._budgets[key] = budget
