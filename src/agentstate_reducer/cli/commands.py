@@ -50,6 +50,9 @@ class _UsageError(Exception):
 
 #: Exit status when the output breaks the provider's rules.
 _INVALID_OUTPUT = 3
+#: Providers that reject a conversation opening with the assistant: both commands start
+#: the kept messages on a human one unless told otherwise.
+_STARTS_ON_HUMAN = ("anthropic", "gemini", "bedrock")
 
 
 def _counter(name: str) -> TokenCounter:
@@ -103,10 +106,8 @@ def _cmd_reduce(args: argparse.Namespace) -> int:
         raise _UsageError(_as_flags(str(exc))) from exc
     status: Status = args.status
     transcript = load(args.file, status)
-    # Anthropic rejects a conversation opening with the assistant: start on a human
-    # message unless told otherwise.
     provider = args.provider or transcript.provider
-    start_on_default = args.start_on is None and provider in ("anthropic", "gemini", "bedrock")
+    start_on_default = args.start_on is None and provider in _STARTS_ON_HUMAN
     if start_on_default:
         config = dataclasses.replace(config, start_on=HUMAN)
     if provider == "bedrock" and transcript.messages and transcript.system is None:
@@ -228,9 +229,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         args.include_system = args.strategy == "last"
     status: Status = args.status
     transcript = load(args.file, status)
-    if args.start_on is None and (args.provider or transcript.provider) in (
-        "anthropic", "gemini", "bedrock",
-    ):
+    if args.start_on is None and (args.provider or transcript.provider) in _STARTS_ON_HUMAN:
         if args.strategy == "last":
             args.start_on = [HUMAN]
             args.start_on_default = True

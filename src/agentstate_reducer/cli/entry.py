@@ -19,6 +19,7 @@ from ..read import (
     normalize_role,
 )
 from ..tokens import check_token_counter
+from ..validate import PROVIDERS
 from .commands import (
     _MAX_MESSAGES,
     _SPLITTERS,
@@ -223,7 +224,7 @@ def _add_output(parser: argparse.ArgumentParser, explain_help: str) -> None:
                              f"{_EXPLAIN_ROWS} messages, the first {_HEAD}, the last {_TAIL} "
                              "and a count of the others)")
     output.add_argument("--provider",
-                        choices=("openai", "anthropic", "gemini", "bedrock", "openai-responses"),
+                        choices=PROVIDERS,
                         help="whose API rules to check the input and output against "
                              "(default: the request's own provider, else openai)")
 
