@@ -45,8 +45,8 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from agentstate_reducer import ClearToolResults, MessageReducer, Offload, ReducerConfig
-from agentstate_reducer._cache import READ, WRITE
 from agentstate_reducer.langgraph import ReducingMiddleware, store_hook
+from agentstate_reducer.plan.cache import READ, WRITE
 from agentstate_reducer.tokens import approximate_token_count
 
 TURNS = 300

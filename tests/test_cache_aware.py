@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from strategies import histories
 
 from agentstate_reducer import ConfigError, MessageReducer, ReducerConfig, agent_config
-from agentstate_reducer._cache import READ, WRITE, cache_target, growth
-from agentstate_reducer.plan import _openers, current_turn, make_plan
+from agentstate_reducer.plan import current_turn, make_plan
+from agentstate_reducer.plan.cache import READ, WRITE, cache_target, growth
+from agentstate_reducer.plan.rules import _openers
 from agentstate_reducer.read import MessageRecord, read_messages
 
 # -- the cost model ----------------------------------------------------------------------

@@ -122,7 +122,7 @@ def _circles() -> list[list[str]]:
 
 def test_the_graph_is_read() -> None:
     assert f"{PACKAGE}.reducer" in GRAPH
-    assert f"{PACKAGE}.plan" in GRAPH[f"{PACKAGE}.reducer"]
+    assert f"{PACKAGE}.plan.types" in GRAPH[f"{PACKAGE}.reducer"]
 
 
 def test_no_import_circle() -> None:

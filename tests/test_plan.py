@@ -734,7 +734,7 @@ _flag_bytes = st.lists(st.sampled_from([0, 0, 0, 1, 1, 2]), max_size=80).map(byt
 @settings(max_examples=300, deadline=None)
 @given(_flag_bytes, st.integers(0, 5))
 def test_flag_indices_are_those_of_the_non_zero_bytes(flags: bytes, base: int) -> None:
-    from agentstate_reducer.plan import _indices
+    from agentstate_reducer.plan.rules import _indices
 
     want = [base + i for i, flag in enumerate(flags) if flag]
     assert _indices(flags, base) == want

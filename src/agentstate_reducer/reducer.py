@@ -15,7 +15,6 @@ from typing import Any, Generic, cast, overload
 
 from ._drivers import _adrive, _drive
 from ._merge import PrunedIds, merge_messages, require
-from ._plan_types import ladder_done, over_causes
 from .config import (
     MessageT,
     PinLike,
@@ -29,6 +28,7 @@ from .config import (
 from .edit import EditOption
 from .errors import ConfigTypeError
 from .plan import Plan
+from .plan.types import ladder_done, over_causes
 from .reducing.flow import _Core, reduce_flow
 from .reducing.lists import (
     _T,

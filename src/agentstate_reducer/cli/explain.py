@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._plan_types import ladder_done, over_causes
 from ..config import ReducerConfig, ReducerResult
 from ..edit import ContextEdit
 from ..plan import CASCADE, START_ON, Plan
+from ..plan.types import ladder_done, over_causes
 from ..read import (
     injected_mark,
     message_parts,

@@ -14,7 +14,8 @@ from .._structure import Structure, structure_of
 from ..config import ReducerConfig
 from ..edit import ContextEdit, edit_messages
 from ..hooks import namespace_key
-from ..plan import CURRENT_TURN, Plan, plan_structure
+from ..plan import CURRENT_TURN, Plan
+from ..plan.rules import plan_structure
 from ..read import MessageRecord
 from ..read.chat import read_messages
 from ..tokens.cache import LazyCounts

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .read import AI, MessageRecord
+from ..read import AI, MessageRecord
 
 __all__ = ("READ", "WRITE", "cache_target", "growth")
 

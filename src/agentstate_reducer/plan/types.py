@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._structure import Turn
+from .._structure import Turn
 
 # Reasons a message is pruned.
 WINDOW = "in window"

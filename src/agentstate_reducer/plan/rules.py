@@ -2,12 +2,12 @@
 
 No I/O, no framework imports, no callbacks. Every pruning rule of the package lives
 here; the shell (``reducer.py``, ``reducing/``), ``trim.py`` and the CLI call it and never
-re-implement it. What a plan says (the reasons, :class:`Plan`) is in ``_plan_types``; the
-structure of tool exchanges it reads (:func:`link_calls`, :func:`response_units`,
-:func:`dangling_calls`) in ``_structure``, read once per history into the
-:class:`Structure` every plan of it asks (:func:`plan_structure`); the plan of an
-append to a settled history (:func:`settle`, :func:`plan_append`) in ``_plan_append``.
-All are re-exported here.
+re-implement it. What a plan says (the reasons, :class:`Plan`) is in ``plan.types``; the
+structure of the records it reads is the :class:`Structure` of ``_structure``, read once
+per history and asked by every plan of it (:func:`plan_structure`); the plan of an
+append to a settled history in ``plan.append``; the prompt-cache cost model of
+``cache_aware`` in ``plan.cache``. The package :mod:`agentstate_reducer.plan` re-exports
+them.
 
 Turns and steps. A *turn* starts at a plain human message (one that answers no tool
 call) that follows the agent's final answer (an ai message issuing no tool call), and
@@ -47,72 +47,27 @@ from itertools import compress
 from operator import and_, attrgetter, not_
 from typing import TYPE_CHECKING, cast
 
-from ._cache import cache_target, growth
-from ._note import entry_tokens, note_cap, note_tokens, shown_args
-from ._plan_append import Settled, plan_append, settle
-from ._plan_types import (
+from .._note import entry_tokens, note_cap, note_tokens, shown_args
+from .._structure import Structure, Turn, _plain_human, structure_of
+from ..errors import ConfigError
+from ..read import AI, HUMAN, PRUNABLE_ROLES, MessageRecord
+from .cache import cache_target, growth
+from .types import (
     CASCADE,
     COMPACTED,
     CURRENT_TURN,
-    IN_PROGRESS,
     NEVER_PRUNED,
     OLD_STEP,
     ORPHAN,
-    PINNED,
-    PRESERVED_FIRST,
-    RECENT,
     START_ON,
-    UNDER_THRESHOLD,
     WINDOW,
     Plan,
 )
-from ._plan_types import SUMMARY_BLOCK as SUMMARY_BLOCK
-from ._plan_types import SUMMARY_FAILED as SUMMARY_FAILED
-from ._plan_types import UNSTORED_ORIGINAL as UNSTORED_ORIGINAL
-from ._structure import Parents as Parents
-from ._structure import Results as Results
-from ._structure import (
-    Structure,
-    Turn,
-    _plain_human,
-    current_turn,
-    dangling_calls,
-    link_calls,
-    response_units,
-    structure_of,
-)
-from ._structure import Views as Views
-from .errors import ConfigError
-from .read import AI, HUMAN, PRUNABLE_ROLES, MessageRecord
 
 if TYPE_CHECKING:
-    from .config import ReducerConfig
+    from ..config import ReducerConfig
 
-__all__ = (
-    "CASCADE",
-    "COMPACTED",
-    "CURRENT_TURN",
-    "IN_PROGRESS",
-    "NEVER_PRUNED",
-    "OLD_STEP",
-    "ORPHAN",
-    "PINNED",
-    "PRESERVED_FIRST",
-    "RECENT",
-    "START_ON",
-    "UNDER_THRESHOLD",
-    "WINDOW",
-    "Plan",
-    "Settled",
-    "Turn",
-    "current_turn",
-    "dangling_calls",
-    "link_calls",
-    "make_plan",
-    "plan_append",
-    "response_units",
-    "settle",
-)
+__all__ = ("make_plan", "plan_structure")
 
 
 def _pin_closure(

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from ._plan_types import Plan
-from ._structure import _boundary
-from .read import MessageRecord
+from .._structure import _boundary
+from ..read import MessageRecord
+from .types import Plan
 
 if TYPE_CHECKING:
-    from .config import ReducerConfig
+    from ..config import ReducerConfig
 
 
 # -- appending to a settled history ------------------------------------------------------
