@@ -289,6 +289,20 @@ def test_empty_content_and_roles() -> None:
     ]
 
 
+def test_empty_content_and_blank_text_are_named_in_bedrocks_words() -> None:
+    empty = validate_history([user("q"), {"role": "assistant", "content": []}], provider="bedrock")
+    assert empty[0].detail == (
+        'message 1 has no content: "The content field in the Message object at messages.1 '
+        'is empty."'
+    )
+    blank = validate_history(
+        [{"role": "user", "content": [{"text": "q"}, {"text": " "}]}], provider="bedrock"
+    )
+    assert blank[0].detail == (
+        '"The text field in the ContentBlock object at messages.0.content.1 is blank."'
+    )
+
+
 # -- generated histories and the guarantee ----------------------------------------------
 
 _words = st.text(alphabet="abcdefgh ", min_size=1, max_size=20).filter(lambda s: s.strip())

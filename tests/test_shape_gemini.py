@@ -316,6 +316,18 @@ def test_current_turn_calls_need_their_signature_when_the_model_signs() -> None:
     assert rules(unsigned) == []
 
 
+def test_empty_parts_and_blank_text_are_named_in_geminis_words() -> None:
+    empty = validate_history([user("q"), {"role": "model", "parts": []}], provider="gemini")
+    assert empty[0].detail == 'content 1 has no parts: "contents.parts must not be empty"'
+    blank = validate_history(
+        [{"role": "user", "parts": [{"text": "q"}, {"text": " "}]}], provider="gemini"
+    )
+    assert blank[0].detail == (
+        'text part parts[1] is empty: "Unable to submit request because it has an empty '
+        'text parameter."'
+    )
+
+
 def test_empty_parts_and_roles() -> None:
     assert rules([user("q"), {"role": "model", "parts": []}]) == [(1, "empty-text")]
     assert rules([user(" ")]) == [(0, "empty-text")]
