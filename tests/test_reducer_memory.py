@@ -166,3 +166,39 @@ def test_two_branches_from_one_state_keep_the_classes_of_their_own_messages() ->
     for out in (first, second, state):
         chain = reducer._match(out, out)
         assert chain is not None and chain.size == len(out)
+
+
+def test_the_prints_of_the_originals_are_freed_before_the_copies_are_printed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An append onto copies forgets the originals' chains before it prints the copies:
+    the collector's count of new objects goes down by their prints first, so a turn's
+    worth of new prints does not pass its threshold inside the reduce."""
+    import gc
+
+    from langchain_core.messages import HumanMessage
+
+    from agentstate_reducer.reducing import append as append_module
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    state = reducer.reduce(existing=_lc_history(100)).surviving
+    copies = _lc_copies(state)
+    seen: list[int] = []
+    prints = append_module._prints
+
+    def counting(*args: Any) -> Any:
+        seen.append(gc.get_count()[0])
+        return prints(*args)
+
+    monkeypatch.setattr(append_module, "_prints", counting)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        held = [[] for _ in range(3 * len(state))]  # a count well above what is freed
+        before = gc.get_count()[0]
+        got = reducer.reduce(existing=copies, new=[HumanMessage("next", id="n")])
+    finally:
+        if enabled:
+            gc.enable()
+    assert held and got.surviving[:-1] == copies
+    assert seen and seen[0] < before - len(state) // 2

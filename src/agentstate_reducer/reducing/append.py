@@ -83,11 +83,18 @@ def append(
             kinds = [*(kinds[:size] if kinds is not None else [dict] * size), *added]
         with reducer._chains_lock:
             ids, named = _extended_ids(chain, new, new_views)
+        rebased = _rebased(settled, snapshot, size, messages)
+        # Forgotten first, and this frame's hold on them dropped: their prints are freed
+        # before the copies' are made, so a turn's worth of new prints does not push the
+        # collector's count of new objects past its threshold (a collection in this
+        # reduce, for objects it frees a moment later).
+        first = snapshot[0]
+        del chain, prints, snapshot
+        reducer._forget_copied(first)
         reducer._keep(_Chain(
             id(messages), messages.copy(), len(messages), _prints(messages, kinds, by_dict),
-            kinds, by_dict, None, None, _rebased(settled, snapshot, size, messages), ids, named,
-            classes,
-        ), superseded=snapshot[0])
+            kinds, by_dict, None, None, rebased, ids, named, classes,
+        ))
         return plan
     with reducer._chains_lock:
         if len(snapshot) == size and len(prints) == size:

@@ -23,10 +23,6 @@ def _needs_add_messages(reducer: _Remembering, left: list[Any], right: list[Any]
     return bool(new_ids) and reducer._holds_an_id(left, new_ids)
 
 
-#: No message: what :meth:`_Remembering._keep` is given when it forgets no chain.
-_NONE: Any = object()
-
-
 def _among(chain: _Chain, ids: set[Any]) -> bool | None:
     """Whether a message of ``chain``'s ``size`` has one of ``ids``, by its index (whose
     entries may name the originals of equal copies); ``None`` when an entry below
@@ -91,11 +87,15 @@ class _Remembering(_Counting):
         with self._chains_lock:
             found = chains.get(id(existing))
             candidates = list(reversed(chains.values()))
-        if found is not None:  # (or a list that took the id of one since freed)
-            candidates.remove(found)
-            candidates.insert(0, found)
         n = len(messages)
         whole = len(existing) if type(existing) is list else -1
+        if found is not None:  # (or a list that took the id of one since freed)
+            candidates.remove(found)
+            if found.size == whole <= n:  # the list returned: compared first, alone
+                if _unchanged(existing, found):
+                    return found
+            else:
+                candidates.insert(0, found)
         if whole >= 0:  # a chain holding all of existing first, then prefixes
             candidates.sort(key=lambda chain: chain.size != whole)
         fallback = None
@@ -180,22 +180,24 @@ class _Remembering(_Counting):
             )
         )
 
-    def _keep(self, chain: _Chain, superseded: Any = _NONE) -> None:
-        """Remember ``chain`` as the latest; ``superseded``: a message whose equal copy
-        ``chain`` holds, and the chains whose first message it is are forgotten (the
-        originals a checkpointer's copies stand in for, and their branches).
-
-        Forgotten, their messages are freed by whoever drops them last, not by a reduce
-        that evicts them turns later; nor do they take :data:`_CHAINS` places.
-        """
+    def _keep(self, chain: _Chain) -> None:
+        """Remember ``chain`` as the latest."""
         key = chain.returned
         with self._chains_lock:
             chains = self._chains
-            if superseded is not _NONE:
-                for old in [k for k, c in chains.items()
-                            if c.snapshot and c.snapshot[0] is superseded]:
-                    del chains[old]
             chains[key] = chain
             chains.move_to_end(key)
             while len(chains) > _CHAINS:
                 chains.popitem(last=False)
+
+    def _forget_copied(self, first: Any) -> None:
+        """Forget the chains whose first message is ``first``, of which equal copies now
+        stand in (the originals a checkpointer's copies replace, and their branches).
+
+        Forgotten, their messages are freed by whoever drops them last, not by a reduce
+        that evicts them turns later; nor do they take :data:`_CHAINS` places.
+        """
+        with self._chains_lock:
+            chains = self._chains
+            for old in [k for k, c in chains.items() if c.snapshot and c.snapshot[0] is first]:
+                del chains[old]
