@@ -567,6 +567,30 @@ def test_an_agent_config_append_loop_reads_only_the_new_messages(
         assert max(read) <= 9, read
 
 
+@pytest.mark.parametrize("mode", ["count", "token"])
+def test_the_repair_hands_the_records_it_read_to_the_plan(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With dead calls repaired, a list the reducer does not remember is read once: the
+    repair's read of it, when no call died, is the read the edit step and the plan use
+    (it was read twice). A list it repaired is read again, with the results it added."""
+    read = _count_reads(monkeypatch)
+    if mode == "count":
+        config = ReducerConfig(min_messages=20, max_messages=40, repair_dangling_calls=True)
+    else:
+        config = ReducerConfig(
+            max_tokens=150, token_counter=_content_tokens, repair_dangling_calls=True
+        )
+    history = _loop_history(30)
+    got = MessageReducer(config=config).reduce(existing=history)
+    assert read == [len(history)]
+    assert got.pruned and not got.repaired
+    read.clear()
+    dead = [*history[:5], human("openai", "never mind", "late"), *history[6:]]  # c1 died
+    MessageReducer(config=config).reduce(existing=dead)
+    assert read == [len(dead), len(dead) + 1]  # the repaired list: one result more
+
+
 def test_a_response_continued_after_its_reasoning_item_is_read_back_to_its_start() -> None:
     """An assistant message after a reasoning item continues that response: the dead-call
     check of an append reads back to the response's first item, as a fresh reducer does

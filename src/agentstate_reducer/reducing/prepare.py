@@ -51,13 +51,14 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
     counted."""
     config = reducer.config
     added: list[Any] = []
+    records: list[MessageRecord] | None = None
     if config.repair_dangling_calls:
-        messages, added = repair(reducer, existing, messages)
+        messages, added, records = repair(reducer, existing, messages)
     if not added:
         fast = append(reducer, existing, messages, namespace)
         if fast is not None:
             return Prepared(messages, fast, None, (), added)
-    views = read_messages(messages)
+    views = read_messages(messages) if records is None else records  # the repair's
     structure = structure_of(views, preserve_first=config.preserve_first)
     counts: Sequence[int] | None = None
     budget = config

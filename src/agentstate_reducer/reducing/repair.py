@@ -16,8 +16,10 @@ from .memory import _Remembering
 
 def repair(
     reducer: _Remembering, existing: Any, messages: list[Any]
-) -> tuple[list[Any], list[Any]]:
-    """:func:`repair_dangling_calls` of ``messages``; when they extend a list this
+) -> tuple[list[Any], list[Any], list[MessageRecord] | None]:
+    """:func:`repair_dangling_calls` of ``messages``, with the records of the list it
+    returns when it read them all and found no dead call (the read stage takes them,
+    so the list is not read twice), else ``None``. When they extend a list this
     reducer returned (or equal copies of it), whose calls were all answered or repaired
     but the latest response's, only that response and the new messages are read: no
     call before them can have died."""
@@ -28,11 +30,15 @@ def repair(
         try:
             views = _pending_tail(reducer, messages, size)
             if not dangling_calls(views):
-                return messages, []
+                return messages, [], None
         except MessageFormatError:
             pass  # the full read raises it, naming the index in the whole list
         reducer._checked.list = None  # the full path follows: no match to hand over
-    return repair_dangling_calls(messages)
+    views = read_messages(messages)
+    dead = dangling_calls(views)
+    if not dead:
+        return messages, [], views
+    return (*_with_results(messages, dead), None)
 
 
 def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -43,6 +49,14 @@ def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
     dead = dangling_calls(views)
     if not dead:
         return messages, []
+    return _with_results(messages, dead)
+
+
+def _with_results(
+    messages: list[Any], dead: tuple[tuple[int, tuple[str, ...]], ...]
+) -> tuple[list[Any], list[Any]]:
+    """``(repaired, added)``: ``messages`` with a synthetic result right after each
+    ``dead`` call's ai message, and those results."""
     out: list[Any] = []
     added: list[Any] = []
     at = 0
