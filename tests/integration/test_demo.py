@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-DEMO = Path(__file__).parents[1] / "examples" / "demo.py"
+DEMO = Path(__file__).parents[2] / "examples" / "demo.py"
 POSTGRES_URL = os.environ.get(
     "AGENTSTATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )

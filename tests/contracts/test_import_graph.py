@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = "agentstate_reducer"
-SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
 
 #: Integrations: optional extras that import the core, never imported by it.
 INTEGRATIONS = ("langgraph", "outbox", "openai_agents", "pydantic_ai", "adk", "agent_framework")

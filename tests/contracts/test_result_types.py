@@ -40,7 +40,7 @@ def test_the_result_is_a_frozen_dataclass_generic_in_its_messages() -> None:
 @pytest.mark.slow
 def test_mypy_types_a_reduce_by_its_messages(tmp_path: Path) -> None:
     api = pytest.importorskip("mypy.api")
-    root = Path(__file__).parents[1]
+    root = Path(__file__).parents[2]
     limit = sys.getrecursionlimit()
     try:
         out, err, status = api.run([

@@ -31,7 +31,7 @@ from agentstate_reducer.read import (
     write_request,
 )
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "agentstate_reducer"
+SRC = Path(__file__).resolve().parents[2] / "src" / "agentstate_reducer"
 
 #: Keys that say what shape a message (or a provider request) is in.
 SHAPE_KEYS = frozenset(

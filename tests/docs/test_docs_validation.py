@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agentstate_reducer import validate
 
-DOC = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text("utf-8")
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "validation.md").read_text("utf-8")
 
 
 def _rule_constants() -> set[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REDUCING = Path(__file__).resolve().parents[1] / "src" / "agentstate_reducer" / "reducing"
+REDUCING = Path(__file__).resolve().parents[2] / "src" / "agentstate_reducer" / "reducing"
 
 
 def _function(path: Path, name: str) -> ast.FunctionDef:

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 KINDS = {"", "fragment", "postgres", "redis"}
 _FENCE = re.compile(r"^```python(?P<info>[^\n]*)\n(?P<body>.*?)^```", re.S | re.M)
