@@ -30,6 +30,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 from langgraph.checkpoint.memory import InMemorySaver
+from strategies_responses import responses_histories
 
 from agentstate_reducer import (
     ConfigError,
@@ -768,6 +769,27 @@ def test_the_built_in_counter_keeps_what_counting_each_message_keeps(
     fast = trim_selection(history, token_counter="approximate", **params)
     each = trim_selection(history, token_counter=_approximate_each, **params)
     assert fast == each == trim_selection(history, token_counter="approximate", **params)
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories() | responses_histories(), st.data())
+def test_a_run_is_closed_exactly_when_no_split_pair_is_dropped_from_it(
+    history: list[Any], data: st.DataObject
+) -> None:
+    from agentstate_reducer.plan import link_calls
+    from agentstate_reducer.trim import _closed, _drop_split_pairs, _units_around, _Views
+
+    lo = data.draw(st.integers(0, len(history)))
+    hi = data.draw(st.integers(lo, len(history)))
+    views = _Views(history)
+    kept = list(enumerate(history))[lo:hi]
+    parents, results = link_calls(views, lo, hi, results=True)
+    units = _units_around(views, len(history), lo, hi)
+    # A copy of no kept message: the whole loop runs, as with a partial message.
+    other = {len(history): read_message({"role": "user", "content": "x"})}
+    whole = _drop_split_pairs(kept, views, parents, results, other, units)
+    assert _closed(kept, parents, results, units) == (whole == kept)
+    assert _drop_split_pairs(kept, views, parents, results, {}, units) == whole
 
 
 def _source(history: list[Any], kept: list[Any]) -> list[int]:

@@ -14,7 +14,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter
+from operator import add, attrgetter
 from typing import Protocol
 
 from .read import (
@@ -133,6 +133,7 @@ def _opener(views: Sequence[MessageRecord]) -> int | None:
 
 _group = record_group
 _role = attrgetter("role")
+_calls, _answers = attrgetter("calls"), attrgetter("answers")
 #: Groups of an item that continues the ai item before it (see :func:`_joins`).
 _CONTINUING = (GROUP_OUTPUT, GROUP_REASONING)
 
@@ -290,8 +291,12 @@ def link_calls(
                 issued[call] = j
         return parents, found
     get = issued.get
-    for j in range(start, stop):
-        view = views[j]
+    run = range(start, stop)
+    viewed = list(map(views.__getitem__, run))
+    # Only the messages issuing or answering calls, picked at C level (``calls + answers``
+    # is a tuple made only when both are non-empty).
+    linking = map(add, map(_calls, viewed), map(_answers, viewed))
+    for j, view in compress(zip(run, viewed, strict=True), linking):
         answers = view.answers
         if answers:
             links = parents[j] = tuple(map(get, answers))
@@ -312,7 +317,7 @@ def link_calls(
                     for a, p in zip(view.answers, parents[j] or (), strict=True)
                 )
         i -= 1
-    if results:
+    if results and stop < n:  # a run ending before the history does: scan on past it
         pending = {  # calls issued in the run and not answered in it
             call: p
             for call, p in issued.items()

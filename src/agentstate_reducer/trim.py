@@ -18,7 +18,9 @@ import math
 import types
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, TypeVar, Union
+from itertools import chain, compress
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple, TypeVar, Union, cast
 
 from .errors import ConfigError, ConfigTypeError
 from .plan import Parents, Results, link_calls, response_units
@@ -61,6 +63,7 @@ _ROLES = frozenset({HUMAN, AI, SYSTEM, TOOL, FUNCTION})
 
 #: Kept messages as ``(input index, message)``; a partial message is a copy at its index.
 _Kept = list[tuple[int, Any]]
+_index, _message = itemgetter(0), itemgetter(1)
 #: Views of the partial copies, by input index.
 _Copies = dict[int, MessageRecord]
 
@@ -331,7 +334,7 @@ def _units_around(views: _Views, n: int, start: int, stop: int) -> tuple[tuple[i
     """The multi-item model responses (see :func:`~agentstate_reducer.plan.response_units`)
     meeting the run ``[start, stop)``, reading one message past each end."""
     lo, hi = max(0, start - 1), min(n, stop + 1)
-    found = response_units([views[i] for i in range(lo, hi)])
+    found = response_units(list(map(views.__getitem__, range(lo, hi))))
     return tuple((lo + b, lo + e) for b, e in found)
 
 
@@ -346,10 +349,16 @@ def _drop_split_pairs(
     """Remove kept tool results whose call is not kept (or was never issued), kept ai
     messages whose results were trimmed, and what is kept of a model response the cut
     split (a reasoning item without its call), until none is left."""
-    while True:
-        current = {i: copies.get(i) or views[i] for i, _ in kept}
-        calls = {i: set(v.calls) for i, v in current.items() if v.calls}
-        answers = {i: set(v.answers) for i, v in current.items() if v.answers}
+    if not copies and _closed(kept, parents, results, units):
+        return kept
+    while kept:
+        at = set(map(_index, kept))
+        lo, hi = kept[0][0], kept[-1][0] + 1
+        # Only a message answering calls (it has parents) or an issuer whose calls are
+        # answered (it has results: every kept parent has) can lose its pair.
+        answering = compress(range(lo, hi), parents[lo:hi])
+        answers = {j: set((copies.get(j) or views[j]).answers) for j in answering if j in at}
+        calls = {i: set((copies.get(i) or views[i]).calls) for i in results if i in at}
         drop: set[int] = set()
         for j, found in answers.items():
             # A partial copy answers some of the original's calls: link by the original.
@@ -361,12 +370,33 @@ def _drop_split_pairs(
                 if call in found and call not in answers.get(j, ()):
                     drop.add(i)
         for begin, end in units:
-            inside = [i for i in range(begin, end) if i in current and i not in drop]
+            inside = [i for i in range(begin, end) if i in at and i not in drop]
             if inside and len(inside) < end - begin:
                 drop.update(inside)
         if not drop:
             return kept
         kept = [(i, m) for i, m in kept if i not in drop]
+    return kept
+
+
+def _closed(
+    kept: _Kept, parents: Parents, results: Results, units: tuple[tuple[int, int], ...]
+) -> bool:
+    """Whether a run of whole messages with no gap, ``[lo, hi)``, splits no pair: every
+    call it answers was issued in it, every result of its calls is in it, and no model
+    response is cut (so :func:`_drop_split_pairs` drops nothing). Read at C level."""
+    if not kept:
+        return True
+    lo, hi = kept[0][0], kept[-1][0] + 1
+    if hi - lo != len(kept):
+        return False
+    issuers = list(chain.from_iterable(filter(None, parents[lo:hi])))
+    if None in issuers or min(cast("list[int]", issuers), default=lo) < lo:
+        return False
+    answered = map(_index, chain.from_iterable(results.values()))
+    if max(answered, default=-1) >= hi:
+        return False
+    return all(end <= lo or begin >= hi or lo <= begin < end <= hi for begin, end in units)
 
 
 # -- the entry point -------------------------------------------------------------------
@@ -556,7 +586,7 @@ def trim_messages(
         text_splitter=text_splitter,
         keep_tool_pairs=keep_tool_pairs,
     )
-    return [m for _, m in selection.kept]
+    return list(map(_message, selection.kept))
 
 
 class TrimSelection(NamedTuple):
@@ -675,7 +705,8 @@ def _select(
             body = trim_ends(_drop_split_pairs(body, views, parents, results, copies, units))
             if len(body) == size:
                 break
-    return TrimSelection(head + body, frozenset(i for i, _ in body if i in copies))
+    partial = frozenset(i for i, _ in body if i in copies) if copies else frozenset()
+    return TrimSelection(head + body, partial)
 
 
 def _is_blank(message: Any, index: int) -> bool:
@@ -759,7 +790,7 @@ def _last(
         def fits(candidate: Any) -> bool:
             return sizer.cost([*fixed, candidate, *items[lo:stop]]) <= budget
 
-    body: _Kept = [(i, items[i]) for i in range(lo, stop)]
+    body: _Kept = list(zip(range(lo, stop), items[lo:stop], strict=True))
     copies: _Copies = {}
     if allow_partial and lo > first:
         part = _partial(items[lo - 1], fits, split, keep_end=True)

@@ -49,6 +49,7 @@ from .record import (
 from .responses import item_type
 
 __all__ = (
+    "fast_reader",
     "read_message",
     "read_messages",
     "too_deep",
@@ -231,24 +232,46 @@ def _deepest(message: object) -> tuple[str, int]:
 # what _read gives; any other message, or any doubt, gives None.
 
 
+def fast_reader(cls: type) -> Callable[[Any], MessageRecord | None]:
+    """The fast path for messages of class ``cls``, for a loop that reads many messages:
+    a function giving the record of a message of a common shape (exactly what
+    :func:`read_message` gives), else ``None``, and that may raise for a malformed one;
+    :func:`read_message` then reads it and names the error."""
+    if cls is dict:
+        return _read_dict
+    kind = _PLAIN_CLASSES.get(cls)
+    return _BY_KIND[_plain_class(cls) if kind is None else kind]
+
+
 def _read_object(message: object) -> MessageRecord | None:
     """The fast path of an object: its fields read from ``__dict__``."""
-    plain = _PLAIN_CLASSES.get(type(message))
-    if plain is None:
-        plain = _plain_class(type(message))
-    fields = getattr(message, "__dict__", None) if plain else None
-    if type(fields) is not dict:
-        return None
-    if plain >= _PYDANTIC:
-        if message.__pydantic_extra__:  # type: ignore[attr-defined]
-            return None  # undeclared fields, which getattr() would read
-        if plain > _PYDANTIC:
-            try:
-                record = _read_langchain(fields, plain)
-            except KeyError:  # a field its class declares is not there: read it as any object
-                record = None
-            if record is not None:
-                return record
+    kind = _PLAIN_CLASSES.get(type(message))
+    if kind is None:
+        kind = _plain_class(type(message))
+    return _BY_KIND[kind](message)
+
+
+def _read_nothing(message: object) -> None:
+    """A message of a class the fast path leaves to the general reader."""
+    return None
+
+
+def _read_plain_object(message: object) -> MessageRecord | None:
+    """The fast path of an object whose fields all live in its ``__dict__``."""
+    fields = getattr(message, "__dict__", None)
+    return _read_object_fields(fields) if type(fields) is dict else None
+
+
+def _read_pydantic(message: object) -> MessageRecord | None:
+    """The fast path of a pydantic model: its ``__dict__`` when no undeclared field is set."""
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is not dict or message.__pydantic_extra__:  # type: ignore[attr-defined]
+        return None  # undeclared fields, which getattr() would read
+    return _read_object_fields(fields)
+
+
+def _read_object_fields(fields: dict[str, Any]) -> MessageRecord | None:
+    """The fast path of an object's ``__dict__``."""
     get = fields.get
     extra = get("additional_kwargs")
     # LangChain objects built from raw provider output keep calls here.
@@ -263,56 +286,99 @@ def _read_object(message: object) -> MessageRecord | None:
     return _read_fields(get, get("type"))
 
 
-def _read_langchain(fields: dict[str, Any], kind: int) -> MessageRecord | None:
-    """The commonest LangChain messages read from their fields at once, or ``None`` (the
-    rest of the fast path decides): the fields of a class of :data:`_LANGCHAIN_CLASSES`,
-    no more, with text content, no name and nothing in ``additional_kwargs``; an ai
-    message with no call or one LangChain call, a tool message answering one call. Each
-    field is looked up once and every other field its class declares is checked to be
-    there, so no field the fast path reads (``reasoning_content``, ``function_call``, ...)
-    can hide in ``__dict__``."""
-    content, raw, ident = fields["content"], fields["type"], fields["id"]
-    if (
-        type(content) is not str
-        or type(raw) is not str
-        or (ident is not None and type(ident) is not str)
-        or fields["name"] is not None
-        or fields["additional_kwargs"]
-        or len(fields) != _LANGCHAIN_SIZES[kind]
-        or "response_metadata" not in fields
-    ):
-        return None
-    role = _ALIASES.get(raw)
-    if role is None:
-        return None
-    if kind == _LANGCHAIN_TEXT:
-        return _new_record(MessageRecord, (role, ident or None, _EMPTY, _EMPTY, content or None,
-                                           NO_EXTRAS))
-    if kind == _LANGCHAIN_TOOL:
-        call_id = fields["tool_call_id"]
-        if role != TOOL or type(call_id) is not str or not call_id:
-            return None
-        if "artifact" not in fields or "status" not in fields:
-            return None
-        return _new_record(MessageRecord, (role, ident or None, _EMPTY, (call_id,),
-                                           content or None, NO_EXTRAS))
-    found = fields["tool_calls"]
-    if role != AI or fields["invalid_tool_calls"] or "usage_metadata" not in fields:
-        return None
-    if not found:
-        return _new_record(MessageRecord, (role, ident or None, _EMPTY, _EMPTY, content or None,
-                                           NO_EXTRAS))
-    if type(found) is not list or len(found) != 1:
-        return None
-    call = found[0]
-    if type(call) is not dict or call.get("function") is not None:
-        return None
-    cid, call_name = call.get("id"), call.get("name")
-    if type(cid) is not str or not cid or type(call_name) is not str:
-        return None
-    extras = _new_record(Extras, (None, (), ((call_name, call.get("args")),), None, *_NO_MORE))
-    return _new_record(MessageRecord, (role, ident or None, (cid,), _EMPTY, content or None,
-                                       extras))
+# The commonest LangChain messages, read from their fields at once: an instance of a class
+# declaring exactly the fields of one of LangChain's message classes (_LANGCHAIN_CLASSES)
+# and no more, with text content, no name and nothing in additional_kwargs; an ai message
+# with no call or one LangChain call, a tool message answering one call. Each field is
+# looked up once and every other field its class declares is checked to be there, so no
+# field the fast path reads (reasoning_content, function_call, ...) can hide in __dict__.
+# Any other such message goes on to _read_pydantic; what they give is what it gives.
+
+
+def _read_langchain_text(message: Any) -> MessageRecord | None:
+    """A human, system or function message (LangChain's text-message fields)."""
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict and not message.__pydantic_extra__:
+        try:
+            content, raw, ident = fields["content"], fields["type"], fields["id"]
+            if (
+                type(content) is str
+                and type(raw) is str
+                and (ident is None or type(ident) is str)
+                and fields["name"] is None
+                and not fields["additional_kwargs"]
+                and len(fields) == _TEXT_FIELDS
+                and "response_metadata" in fields
+            ):
+                record = (_ALIASES[raw], ident or None, _EMPTY, _EMPTY, content or None, NO_EXTRAS)
+                return _new_record(MessageRecord, record)
+        except KeyError:  # a declared field is not there, or the type is no role
+            pass
+    return _read_pydantic(message)
+
+
+def _read_langchain_tool(message: Any) -> MessageRecord | None:
+    """A tool message answering one call (LangChain's tool-message fields)."""
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict and not message.__pydantic_extra__:
+        try:
+            content, raw, ident = fields["content"], fields["type"], fields["id"]
+            call_id = fields["tool_call_id"]
+            if (
+                type(content) is str
+                and type(raw) is str
+                and _ALIASES.get(raw) == TOOL
+                and (ident is None or type(ident) is str)
+                and type(call_id) is str
+                and call_id
+                and fields["name"] is None
+                and not fields["additional_kwargs"]
+                and len(fields) == _TOOL_FIELDS
+                and "response_metadata" in fields
+                and "artifact" in fields
+                and "status" in fields
+            ):
+                record = (TOOL, ident or None, _EMPTY, (call_id,), content or None, NO_EXTRAS)
+                return _new_record(MessageRecord, record)
+        except KeyError:
+            pass
+    return _read_pydantic(message)
+
+
+def _read_langchain_ai(message: Any) -> MessageRecord | None:
+    """An ai message issuing no call or one LangChain call (LangChain's ai-message fields)."""
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict and not message.__pydantic_extra__:
+        try:
+            content, raw, ident, found = (
+                fields["content"], fields["type"], fields["id"], fields["tool_calls"]
+            )
+            if (
+                type(content) is str
+                and type(raw) is str
+                and _ALIASES.get(raw) == AI
+                and (ident is None or type(ident) is str)
+                and fields["name"] is None
+                and not fields["additional_kwargs"]
+                and not fields["invalid_tool_calls"]
+                and len(fields) == _AI_FIELDS
+                and "response_metadata" in fields
+                and "usage_metadata" in fields
+            ):
+                if not found:
+                    record = (AI, ident or None, _EMPTY, _EMPTY, content or None, NO_EXTRAS)
+                    return _new_record(MessageRecord, record)
+                call = found[0] if type(found) is list and len(found) == 1 else None
+                if type(call) is dict and call.get("function") is None:
+                    cid, name = call.get("id"), call.get("name")
+                    if type(cid) is str and cid and type(name) is str:
+                        billed = ((name, call.get("args")),)
+                        extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+                        record = (AI, ident or None, (cid,), _EMPTY, content or None, extras)
+                        return _new_record(MessageRecord, record)
+        except KeyError:
+            pass
+    return _read_pydantic(message)
 
 
 def _read_fields(get: Callable[[str], Any], raw: object) -> MessageRecord | None:
@@ -831,23 +897,33 @@ def _field_calls(fields: Any, walk: _Walk) -> None:
 
 _PYDANTIC = 2
 #: Pydantic classes declaring exactly the fields of LangChain's text messages (human,
-#: system, function), of its ai messages, of its tool messages: read by
-#: :func:`_read_langchain` first.
+#: system, function), of its ai messages, of its tool messages.
 _LANGCHAIN_TEXT, _LANGCHAIN_AI, _LANGCHAIN_TOOL = 3, 4, 5
 _LANGCHAIN_BASE = ("content", "additional_kwargs", "response_metadata", "type", "name", "id")
+_LANGCHAIN_AI_FIELDS = (*_LANGCHAIN_BASE, "tool_calls", "invalid_tool_calls", "usage_metadata")
+_LANGCHAIN_TOOL_FIELDS = (*_LANGCHAIN_BASE, "tool_call_id", "artifact", "status")
 _LANGCHAIN_CLASSES = {
     frozenset(_LANGCHAIN_BASE): _LANGCHAIN_TEXT,
-    frozenset((*_LANGCHAIN_BASE, "tool_calls", "invalid_tool_calls", "usage_metadata")):
-        _LANGCHAIN_AI,
-    frozenset((*_LANGCHAIN_BASE, "tool_call_id", "artifact", "status")): _LANGCHAIN_TOOL,
+    frozenset(_LANGCHAIN_AI_FIELDS): _LANGCHAIN_AI,
+    frozenset(_LANGCHAIN_TOOL_FIELDS): _LANGCHAIN_TOOL,
 }
-#: Fields an instance of each kind keeps in ``__dict__``, by kind.
-_LANGCHAIN_SIZES = {kind: len(fields) for fields, kind in _LANGCHAIN_CLASSES.items()}
+_TEXT_FIELDS, _AI_FIELDS, _TOOL_FIELDS = map(
+    len, (_LANGCHAIN_BASE, _LANGCHAIN_AI_FIELDS, _LANGCHAIN_TOOL_FIELDS)
+)
 #: Per class: 0 when the fast path must not read its instances, 1 when every field it
 #: reads lives in the instance ``__dict__``, :data:`_PYDANTIC` when undeclared fields
 #: may also live elsewhere (pydantic models with ``extra="allow"``, as LangChain's are),
 #: or one of the LangChain kinds above (pydantic too).
 _PLAIN_CLASSES: dict[type, int] = {}
+#: The fast path of each kind of class.
+_BY_KIND: dict[int, Callable[[Any], MessageRecord | None]] = {
+    0: _read_nothing,
+    1: _read_plain_object,
+    _PYDANTIC: _read_pydantic,
+    _LANGCHAIN_TEXT: _read_langchain_text,
+    _LANGCHAIN_AI: _read_langchain_ai,
+    _LANGCHAIN_TOOL: _read_langchain_tool,
+}
 
 
 def _declared(cls: type) -> frozenset[str]:

@@ -23,6 +23,7 @@ from ..read import (
     read_message,
     too_deep_among,
 )
+from ..read.chat import fast_reader
 from .heuristic import _approximate_o200k
 from .memo import TextMemo
 
@@ -144,12 +145,21 @@ def count_back(
     records: list[MessageRecord] = []
     keep = records.append
     roles = _KNOWN_ROLES
+    readers: dict[type, Callable[[Any], MessageRecord | None]] = {}
     lo = stop
     message = None
     try:
         while lo > first:
             message = messages[lo - 1]
-            record = read_message(message, lo - 1)
+            read = readers.get(type(message))
+            if read is None:
+                read = readers[type(message)] = fast_reader(type(message))
+            try:
+                record = read(message)
+            except Exception:  # read again by read_message, which names the field
+                record = None
+            if record is None:
+                record = read_message(message, lo - 1)
             keep(record)
             role, _, _, answers, text, extras = record
             cost = _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
