@@ -11,7 +11,7 @@ from pathlib import Path
 
 import agentstate_reducer
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 def test_version_is_the_installed_distributions() -> None:

@@ -14,7 +14,7 @@ from agentstate_reducer import ConfigError, MessageReducer, ReducerConfig, token
 from agentstate_reducer.read import reported_input_tokens
 from agentstate_reducer.tokens import REPLY_PRIMING_TOKENS, Calibration, request_overhead
 
-CORPUS = Path(__file__).parent / "fixtures" / "token_corpus"
+CORPUS = Path(__file__).parents[2] / "fixtures" / "token_corpus"
 #: A conversation that switches language every message (the holdout half, line by line).
 LANGUAGES = ("english", "russian", "chinese", "code", "european", "japanese", "json", "hindi")
 

@@ -20,7 +20,7 @@ from agentstate_reducer.compaction import (
     provider_compaction,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "compaction"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "compaction"
 
 
 def fixture(name: str) -> dict[str, Any]:

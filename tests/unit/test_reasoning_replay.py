@@ -391,7 +391,7 @@ def test_docs_quote_the_figures_of_the_claude_thread() -> None:
         refused["current-turn", True],
     )
     assert refused["keep", True] == keep and refused["model", False] == refused["model", True] == 0
-    text = " ".join((Path(__file__).parents[1] / "docs" / "pruning.md").read_text().split())
+    text = " ".join((Path(__file__).parents[2] / "docs" / "pruning.md").read_text().split())
     assert (
         f'sends {keep} of 24 requests the provider refuses with `"keep"`, {middleware} (through '
         f'a middleware) or {saver} (behind a saver) with `"current-turn"`, 0 with `"model"`'

@@ -51,8 +51,8 @@ from agentstate_reducer.tokens import (
     model_family,
 )
 
-CORPUS = Path(__file__).parent / "fixtures" / "token_corpus"
-DOCS = Path(__file__).parent.parent / "docs" / "tokens.md"
+CORPUS = Path(__file__).parents[2] / "fixtures" / "token_corpus"
+DOCS = Path(__file__).parents[3] / "docs" / "tokens.md"
 EXTRA = 'pip install "agentstate-reducer[tokens]"'
 IMAGE = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB" * 5_000
 

@@ -20,7 +20,7 @@ from agentstate_reducer import cli
 from agentstate_reducer.cli import transcript as cli_transcript
 from agentstate_reducer.tokens import approximate_token_count
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "transcripts"
 SCRIPT = Path(sys.executable).parent / "agentstate-reducer"
 ENTRY_POINTS = {
     "script": [str(SCRIPT)],
