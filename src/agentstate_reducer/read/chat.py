@@ -38,7 +38,6 @@ from .fields import (
 )
 from .record import (
     _DICT_SHAPES,
-    _NO_MORE,
     _SHAPES,
     CHAT,
     COMPACTED,
@@ -327,7 +326,7 @@ def _read_langchain_tool(message: Any) -> MessageRecord | None:
             if (
                 type(content) is str
                 and type(raw) is str
-                and _ALIASES.get(raw) == TOOL
+                and raw == "tool"  # another alias of the role: as any pydantic model
                 and (ident is None or type(ident) is str)
                 and type(call_id) is str
                 and call_id
@@ -356,7 +355,7 @@ def _read_langchain_ai(message: Any) -> MessageRecord | None:
             if (
                 type(content) is str
                 and type(raw) is str
-                and _ALIASES.get(raw) == AI
+                and raw == "ai"
                 and (ident is None or type(ident) is str)
                 and fields["name"] is None
                 and not fields["additional_kwargs"]
@@ -373,7 +372,7 @@ def _read_langchain_ai(message: Any) -> MessageRecord | None:
                     cid, name = call.get("id"), call.get("name")
                     if type(cid) is str and cid and type(name) is str:
                         billed = ((name, call.get("args")),)
-                        extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+                        extras = _new_record(Extras, (None, (), billed, None, (), 0, (), CHAT))
                         record = (AI, ident or None, (cid,), _EMPTY, content or None, extras)
                         return _new_record(MessageRecord, record)
         except KeyError:
@@ -457,7 +456,7 @@ def _read_dict(message: dict[str, Any]) -> MessageRecord | None:
                 call_name = function.get("name")
                 if type(cid) is str and cid and type(call_name) is str:
                     billed = ((call_name, function.get("arguments")),)
-                    extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+                    extras = _new_record(Extras, (None, (), billed, None, (), 0, (), CHAT))
                     calling = (role, ident or None, (cid,), (), content or None, extras)
                     return _new_record(MessageRecord, calling)
     # Keys not accounted for yet; a key holding None counts here until looked at.
@@ -565,7 +564,7 @@ def _read_blocks(
             if type(value) is str:
                 extras = NO_EXTRAS
                 if value:
-                    extras = _new_record(Extras, (None, (value,), (), None, *_NO_MORE))
+                    extras = _new_record(Extras, (None, (value,), (), None, (), 0, (), CHAT))
                 return _new_record(MessageRecord, (role, ident, _EMPTY, _EMPTY, None, extras))
     texts: list[str] = []
     calls: list[tuple[str | None, str, object]] = []
@@ -629,7 +628,7 @@ def _one_call(
     if type(cid) is not str or not cid or type(call_name) is not str:
         return None
     billed = ((call_name, function.get("arguments")),)
-    extras = _new_record(Extras, (None, (), billed, None, *_NO_MORE))
+    extras = _new_record(Extras, (None, (), billed, None, (), 0, (), CHAT))
     return _new_record(MessageRecord, (role, ident or None, (cid,), (), content or None, extras))
 
 
