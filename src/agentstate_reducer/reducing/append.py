@@ -34,9 +34,11 @@ def append(
     config = reducer.config
     size, snapshot = chain.size, chain.snapshot
     cache = reducer._token_counts if config.token_mode else None
-    budget = reducer._budget(namespace) if cache is not None else config
+    budget = config
     settled = chain.settled
     if settled is None:
+        if cache is not None:
+            budget = reducer._budget(namespace)
         settled = _settle(reducer, chain, budget)
         if settled is None:
             return None
