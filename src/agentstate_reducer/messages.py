@@ -7,7 +7,7 @@ from .read import *  # noqa: F403
 from .read import __all__ as _read_all
 
 # Newer than this path: only agentstate_reducer.read names them (a name read adds goes
-# here too; tests/test_messages.py holds this path's names).
+# here too; tests/unit/read/test_messages.py holds this path's names).
 del reasoning_model, register, with_text_appended  # noqa: F821
 del MERGED_NOTE_KEY, TURN_NOTE_PREFIX, is_turn_note_text  # noqa: F821
 del turn_note_header, turn_note_in, without_turn_note  # noqa: F821

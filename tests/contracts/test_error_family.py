@@ -146,7 +146,7 @@ def test_add_messages_refusals_keep_langgraph_words() -> None:
 
 
 #: A lock's misuse (a bug in this package, never an input). The outbox's own junk
-#: table is in tests/test_outbox.py.
+#: table is in tests/unit/outbox/test_outbox.py.
 STORAGE = {"_locks.py"}
 PLAIN = {"TypeError", "ValueError", "KeyError"}
 

@@ -1,6 +1,6 @@
 """The reasoning replay policy (ReducerConfig(reasoning=...)): which signed reasoning a
 request carries back to its model, checked against the providers' documented rules as
-tests/provider_rules.py simulates them (apart from validate.py's own rules).
+tests/support/provider_rules.py simulates them (apart from validate.py's own rules).
 
 Scenarios: threads that switch Claude model mid-way (and in the middle of a tool round),
 an OpenAI reasoning model switched for another, a branch resumed from an older state,

@@ -9,8 +9,8 @@ Law (tested with hypothesis): with ``cascade_tool_messages`` on (the default), i
 ``validate_history(MessageReducer(config=c).reduce(xs).surviving, provider=p) == []``
 for every config ``c`` with ``c.start_on == "human"`` when ``p == "anthropic"``; for
 ``p == "gemini"`` with ``c = agent_config(...)`` and for ``p == "bedrock"`` with
-``c = agent_config(provider="bedrock", ...)`` (``tests/test_shape_gemini.py``,
-``tests/test_shape_bedrock.py``).
+``c = agent_config(provider="bedrock", ...)`` (``tests/unit/read/test_shape_gemini.py``,
+``tests/unit/read/test_shape_bedrock.py``).
 
 By provider: ``rules`` (the rule names, by provider, and :class:`Problem`), ``chat``
 (OpenAI-compatible chat and Anthropic), ``gemini``, ``bedrock``, ``responses`` (OpenAI

@@ -1,4 +1,5 @@
-"""Checked by mypy --strict (tests/test_result_types.py), never run: what a reduce is typed as."""
+"""Checked by mypy --strict (tests/contracts/test_result_types.py), never run: what a reduce
+is typed as."""
 
 from __future__ import annotations
 
