@@ -30,6 +30,13 @@ def _resume(
         return False, (flow.send(value) if error is None else flow.throw(error))
     except StopIteration as stop:
         return True, stop.value
+    except RuntimeError as exc:
+        # A step's StopIteration the flow let through: Python (PEP 479) re-raised it as
+        # this RuntimeError; the caller gets the step's own error, as a call would give.
+        if not (isinstance(error, StopIteration) and exc.__cause__ is error
+                and exc.args == ("generator raised StopIteration",)):
+            raise
+    raise error
 
 
 def _outcome(call: Callable[[], Any]) -> tuple[Any, BaseException | None]:

@@ -474,6 +474,20 @@ def test_unrecognised_errors_and_useless_retries_raise_at_once() -> None:
     assert calls == [5, 1]
 
 
+def test_a_send_raising_stopiteration_reaches_the_caller_as_raised() -> None:
+    # A Mock whose side_effect list ran out raises StopIteration: the flow on the sync
+    # driver must not turn it into "RuntimeError: generator raised StopIteration".
+    reducer = MessageReducer(config=ReducerConfig(max_messages=20))
+    exhausted = StopIteration("no more replies")
+
+    def send(messages: list[Any]) -> str:
+        raise exhausted
+
+    with pytest.raises(StopIteration) as raised:
+        Recovery(reducer).call(_history(3), send)
+    assert raised.value is exhausted
+
+
 def test_count_mode_retries_with_fewer_messages_and_remembers() -> None:
     reducer = MessageReducer(config=ReducerConfig(min_messages=10, max_messages=20))
     seen: list[int] = []

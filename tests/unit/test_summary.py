@@ -219,6 +219,19 @@ def test_a_failing_summary_prunes_nothing_and_the_next_prune_retries(
     assert {f"FACT[{i}:id-{i * 7}]" for i in range(0, 40, 2)} <= set(FACT.findall(view))
 
 
+def test_a_model_raising_stopiteration_fails_the_summary_with_it() -> None:
+    # Not its value as the summary (the fold's own end), nor PEP 479's RuntimeError.
+    exhausted = StopIteration("no more replies")
+
+    class Exhausted:
+        def invoke(self, request: Any) -> Any:
+            raise exhausted
+
+    with pytest.raises(StopIteration) as raised:
+        summarize_with(Exhausted())(chat(2))
+    assert raised.value is exhausted
+
+
 def test_count_mode_never_grows_past_twice_max_messages(caplog: pytest.LogCaptureFixture) -> None:
     model = FactModel(fail_on=set(range(2, 1000)))
     reducer = fold_reducer(summarize_with(model))
