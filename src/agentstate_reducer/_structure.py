@@ -298,7 +298,15 @@ def link_calls(
     linking = map(add, map(_calls, viewed), map(_answers, viewed))
     for j, view in compress(zip(run, viewed, strict=True), linking):
         answers = view.answers
-        if answers:
+        if len(answers) == 1:  # a tool message: as below, for one answer
+            call = answers[0]
+            p = get(call)
+            parents[j] = (p,)
+            if p is None:
+                unresolved.setdefault(call, []).append(j)
+            elif results:
+                found.setdefault(p, []).append((j, call))
+        elif answers:
             links = parents[j] = tuple(map(get, answers))
             for call, p in zip(answers, links, strict=True):
                 if p is None:

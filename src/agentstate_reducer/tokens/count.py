@@ -171,7 +171,20 @@ def count_back(
                 hit = look(hash(ident))
                 cost += hit[1] if hit is not None and hit[0] == len(ident) else text_tokens(ident)
             if extras is not NO_EXTRAS:
-                cost += _count_extras(extras, text_tokens)
+                name, texts, calls, call_id, result_ids, media, _, _ = extras
+                if len(calls) == 1 and not (texts or result_ids or media) and call_id is None:
+                    # The commonest extras, one call and maybe a name: _count_extras inline.
+                    if name is not None:
+                        cost += _NAME_TOKENS + text_tokens(name)
+                    tool, args = calls[0]
+                    args = args_text(args)
+                    hit = look(hash(tool))
+                    cost += hit[1] if hit is not None and hit[0] == len(tool) else text_tokens(tool)
+                    hit = look(hash(args))
+                    cost += hit[1] if hit is not None and hit[0] == len(args) else text_tokens(args)
+                    cost += _TOOL_CALL_TOKENS
+                else:
+                    cost += _count_extras(extras, text_tokens)
             if used + cost > budget:
                 break
             used += cost

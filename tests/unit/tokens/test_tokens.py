@@ -703,6 +703,9 @@ _ODD = [
     AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": c} for c in "ab"]),
     {"role": "model", "parts": [{"text": "a Gemini content"}]},
     {"role": "narrator", "content": "an unknown role is billed as text"},
+    {"role": "assistant", "name": "bot", "content": "", "tool_calls": [
+        {"id": "n1", "type": "function", "function": {"name": "f", "arguments": '{"q": 1}'}}]},
+    AIMessage(content="", tool_calls=[{"name": "f", "args": {"q": [1, 2]}, "id": "n2"}]),
     {"type": "function_call", "call_id": "r1", "name": "f", "arguments": "{}"},
     {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
 ]
