@@ -1711,6 +1711,43 @@ async def test_arun_once_runs_a_sync_deliver_fn_off_the_loop(
     assert threads and threads[0] != threading.current_thread().name
 
 
+async def test_an_async_delivery_longer_than_the_lease_keeps_it(
+    sqlite_outbox: SQLiteOutbox,
+) -> None:
+    """arun_once's heartbeat (a task on the loop) renews the lease as run_once's thread does."""
+    sqlite_outbox.enqueue(batch(2), NS)
+    seen: list[list[Job]] = []
+
+    async def slow(messages: list[Any], namespace: Any) -> None:
+        await asyncio.sleep(0.5)
+        seen.append(await asyncio.to_thread(sqlite_outbox.claim, 10, 30))
+
+    relay = Relay(sqlite_outbox, slow, lease_seconds=0.05)
+    assert (await relay.arun_once()).delivered == 2
+    assert seen == [[]]
+
+
+async def test_a_cancelled_arun_once_stops_its_heartbeat(sqlite_outbox: SQLiteOutbox) -> None:
+    """Cancelled mid-delivery: the cancellation propagates, no heartbeat task is left
+    renewing, and the jobs are claimable once their lease lapses."""
+    sqlite_outbox.enqueue(batch(2), NS)
+    started = asyncio.Event()
+
+    async def hang(messages: list[Any], namespace: Any) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    round_ = asyncio.create_task(Relay(sqlite_outbox, hang, lease_seconds=0.1).arun_once())
+    await started.wait()
+    await asyncio.sleep(0.15)  # a renewal or two
+    round_.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await round_
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+    await asyncio.sleep(0.3)
+    assert len(sqlite_outbox.claim(10, 30)) == 2
+
+
 async def test_arun_forever_drains_and_stops(sqlite_outbox: SQLiteOutbox) -> None:
     sqlite_outbox.enqueue(batch(7), NS)
     sink = Sink()
