@@ -16,7 +16,7 @@ from . import pydantic_ai as _pydantic_ai
 from . import responses as _responses
 from ._field import as_id as _as_id
 from .bedrock import _converse
-from .chat import _Walk, read_message
+from .chat import read_message
 from .fields import (
     _ANTHROPIC_CALL_BLOCKS,
     _M,
@@ -34,6 +34,7 @@ from .gemini import _GEMINI
 from .markers import INJECTED_KEY, PACKAGE_NOTE, _marker
 from .record import GROUP_REASONING
 from .responses import item_type
+from .walk import _Walk
 
 __all__ = (
     "INTERRUPTED_RESULT",
