@@ -621,3 +621,29 @@ async def test_a_delta_channel_fork_from_a_kept_checkpoint_resumes(backend_facto
         # The fork is now the newest; what it and the old head need is still there.
         state = await history(graph, backend, config("fork"))
         assert state[0].values == got
+
+
+@pytest.mark.parametrize("drive", ["sync", "async"])
+def test_a_deletion_starting_right_after_a_write_learns_the_start_leaves_the_write_whole(
+    drive: str,
+) -> None:
+    """A sweep may begin deleting a thread between a write learning the thread's start and
+    stamping it (the deletion forgets the start): the write stamps what it learned."""
+    from agentstate_reducer.langgraph._ttl import STARTED, Sweeper
+
+    class ForgotRightAfter(dict[str, float]):
+        def setdefault(self, key: str, default: float) -> float:  # type: ignore[override]
+            value = super().setdefault(key, default)
+            del self[key]  # as _Deleting does, the moment the lock is free
+            return value
+
+    sweeper = Sweeper(InMemorySaver(), ThreadTTL(age=3600))
+    sweeper._started = ForgotRightAfter()
+    where = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    before = time.time()
+    if drive == "sync":
+        metadata = sweeper.before_put(where, {"step": 1})
+    else:
+        metadata = asyncio.run(sweeper.abefore_put(where, {"step": 1}))
+    assert metadata["step"] == 1
+    assert before <= metadata[STARTED] <= time.time()

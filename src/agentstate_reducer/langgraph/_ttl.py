@@ -257,21 +257,25 @@ class Sweeper:
             yield _blocking(busy.wait)
         if self._age is None or checkpoint_ns:
             return metadata
-        if thread_id not in self._started:
+        # Read once: a sweep deleting this thread may pop it from _started at any moment.
+        started = self._started.get(thread_id)
+        if started is None:
             parent = None
             if parent_id:
                 parent = yield _Call(self.inner.get_tuple, self.inner.aget_tuple, config)
-            self._learn_start(thread_id, parent)
-        return {**metadata, STARTED: self._started[thread_id]}
+            started = self._learn_start(thread_id, parent)
+        return {**metadata, STARTED: started}
 
-    def _learn_start(self, thread_id: str, parent: Any) -> None:
+    def _learn_start(self, thread_id: str, parent: Any) -> float:
         started = None
         if parent is not None:
             started = (parent.metadata or {}).get(STARTED)
             if not isinstance(started, (int, float)):
                 started = checkpoint_time(parent.checkpoint["id"]) or _ts_time(parent.checkpoint)
         with self._lock:
-            self._started.setdefault(thread_id, float(time.time() if started is None else started))
+            return self._started.setdefault(
+                thread_id, float(time.time() if started is None else started)
+            )
 
     # -- the sweep -------------------------------------------------------------------
 
