@@ -73,7 +73,7 @@ def test_repair_reads_the_records_before_it_reads_their_structure() -> None:
     for function, read in (
         ("repair", "_pending_tail"),
         ("_pending_tail", "_read"),
-        ("repair_dangling_calls", "read_messages"),
+        ("_repaired", "read_messages"),  # repair_dangling_calls and repair both end in it
     ):
         called = _calls(_function(repair, function))
         structure = [name for name in called if name in ("pending_from", "dangling_calls")]

@@ -34,29 +34,24 @@ def repair(
         except MessageFormatError:
             pass  # the full read raises it, naming the index in the whole list
         reducer._checked.list = None  # the full path follows: no match to hand over
-    views = read_messages(messages)
-    dead = dangling_calls(views)
-    if not dead:
-        return messages, [], views
-    return (*_with_results(messages, dead), None)
+    return _repaired(messages)
 
 
 def repair_dangling_calls(messages: list[Any]) -> tuple[list[Any], list[Any]]:
     """``(repaired, added)``: a new list with a synthetic result right after each dead
     call's ai message (see :func:`~agentstate_reducer.plan.dangling_calls`), and those
     results; ``messages`` itself when there is no dead call."""
+    repaired, added, _ = _repaired(messages)
+    return repaired, added
+
+
+def _repaired(messages: list[Any]) -> tuple[list[Any], list[Any], list[MessageRecord] | None]:
+    """:func:`repair_dangling_calls` of ``messages``, with their records when no call
+    died (``messages`` is then returned as it is), else ``None``."""
     views = read_messages(messages)
     dead = dangling_calls(views)
     if not dead:
-        return messages, []
-    return _with_results(messages, dead)
-
-
-def _with_results(
-    messages: list[Any], dead: tuple[tuple[int, tuple[str, ...]], ...]
-) -> tuple[list[Any], list[Any]]:
-    """``(repaired, added)``: ``messages`` with a synthetic result right after each
-    ``dead`` call's ai message, and those results."""
+        return messages, [], views
     out: list[Any] = []
     added: list[Any] = []
     at = 0
@@ -67,7 +62,7 @@ def _with_results(
         added.extend(results)
         at = index + 1
     out.extend(messages[at:])
-    return out, added
+    return out, added, None
 
 
 def _pending_tail(
