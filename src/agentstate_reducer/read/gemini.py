@@ -17,6 +17,7 @@ issuer of an id) pairs a turn repeated later with its own responses.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +39,6 @@ from .record import (
     ReasoningPart,
     Shape,
     _turn_kinds,
-    _turn_record,
     register,
 )
 
@@ -393,7 +393,16 @@ class _GeminiShape(Shape):
         calls, answers = links(parts)
         texts, billed_calls, responses, media = billed(parts)
         texts.extend(_json(r) for r in responses if r is not None)
-        return _turn_record(self, role, ident, calls, answers, texts, billed_calls, media)
+        if role == AI:
+            answers = ()
+        elif role == HUMAN:
+            calls = ()
+        else:
+            calls = answers = ()
+        # The arguments as stored, made JSON text when billed (args_text), as a chat
+        # message's are: a reduce by count never needs them as text.
+        extras = Extras(None, tuple(texts), tuple(billed_calls), None, answers, media, (), self)
+        return MessageRecord(role, ident, calls, answers, None, extras)
 
     def kinds(self, message: object, record: MessageRecord) -> tuple[str, ...]:
         return tuple(_GEMINI_KINDS[k] for k in kinds(_fields(message)["parts"]))
@@ -423,12 +432,17 @@ def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
     ident = content.get("id")
     if role is None or (ident is not None and type(ident) is not str):
         return None
-    if len(parts) == 1 and type(parts[0]) is dict and "text" in parts[0]:  # the commonest
-        text = parts[0]["text"]
-        if type(text) is not str:
+    if len(parts) == 1:  # the commonest: one text, one call or one response
+        part = parts[0]
+        if type(part) is not dict:
             return None
-        extras = _new(Extras, (None, (text,) if text else (), (), None, (), 0, (), shape))
-        return _new(MessageRecord, (role, ident or None, (), (), None, extras))
+        if "text" in part:
+            text = part["text"]
+            if type(text) is not str:
+                return None
+            extras = _new(Extras, (None, (text,) if text else (), (), None, (), 0, (), shape))
+            return _new(MessageRecord, (role, ident or None, (), (), None, extras))
+        return _one_part(shape, role, ident or None, part)
     texts: list[str] = []
     found: list[tuple[bool, str | None, str, dict[str, Any]]] = []
     for part in parts:
@@ -459,17 +473,17 @@ def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
             texts.append(name)
     calls: tuple[str, ...] = ()
     answers: tuple[str, ...] = ()
-    billed_calls: tuple[tuple[str, str], ...] = ()
+    billed_calls: tuple[tuple[str, object], ...] = ()
     if len(found) == 1:  # one call or one response: no name counted twice
         call, given, name, body = found[0]
         key = given or f"{name}#0"
         if call:
-            billed_calls = ((name, _json(body.get("args") or {})),)
+            billed_calls = ((name, body.get("args") or {}),)
             calls = (key,) if role == AI else ()
         else:
             response = body.get("response")
             if response is not None:
-                texts.append(_json(response))
+                texts.append(_response_json(response))
             answers = (key,) if role == HUMAN else ()
     elif found:
         issued: dict[str, None] = {}
@@ -480,15 +494,64 @@ def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
             seen[call, name] = k + 1
             (issued if call else answered)[given or f"{name}#{k}"] = None
         # JSON in read()'s order: the responses, then the arguments.
-        texts.extend([_json(b.get("response")) for c, _, _, b in found
+        texts.extend([_response_json(b.get("response")) for c, _, _, b in found
                       if not c and b.get("response") is not None])
-        billed_calls = tuple([(n, _json(b.get("args") or {})) for c, _, n, b in found if c])
+        billed_calls = tuple([(n, b.get("args") or {}) for c, _, n, b in found if c])
         if role == AI:
             calls = tuple(issued)
         elif role == HUMAN:
             answers = tuple(answered)
     extras = _new(Extras, (None, tuple(texts), billed_calls, None, answers, 0, (), shape))
     return _new(MessageRecord, (role, ident or None, calls, answers, None, extras))
+
+
+def _one_part(
+    shape: Shape, role: str, ident: str | None, part: dict[str, Any]
+) -> MessageRecord | None:
+    """:func:`_read_plain` of a content whose one part is no text: one function call or
+    one function response (its name and ``response`` billed), else ``None``."""
+    body = part.get("functionCall")
+    call = body is not None
+    if not call:
+        body = part.get("functionResponse")
+        if body is None or "function_call" in part:
+            return None
+    if type(body) is not dict or not body:
+        return None
+    get = body.get
+    name, given = get("name"), get("id")
+    if (name is not None and type(name) is not str) or (
+        given is not None and type(given) is not str
+    ):
+        return None
+    key = given or f"{name or ''}#0"
+    if call:
+        billed = ((name or "", get("args") or {}),)
+        extras = _new(Extras, (None, (), billed, None, (), 0, (), shape))
+        return _new(MessageRecord, (role, ident, (key,) if role == AI else (), (), None, extras))
+    response = get("response")
+    texts: tuple[str, ...]
+    if response is None:
+        texts = (name,) if name else ()
+    else:
+        text = _response_json(response)
+        texts = (name, text) if name else (text,)
+    answers = (key,) if role == HUMAN else ()
+    extras = _new(Extras, (None, texts, (), None, answers, 0, (), shape))
+    return _new(MessageRecord, (role, ident, (), answers, None, extras))
+
+
+_quote = json.encoder.encode_basestring
+
+
+def _response_json(response: object) -> str:
+    """``_json(response)``; a response of one text (``{"output": text}``, the commonest)
+    written without the encoder."""
+    if type(response) is dict and len(response) == 1:
+        [(key, value)] = response.items()
+        if type(key) is str and type(value) is str:
+            return f"{{{_quote(key)}:{_quote(value)}}}"
+    return _json(response)
 
 
 _new = tuple.__new__

@@ -766,7 +766,9 @@ def test_a_turn_note_in_contents_is_a_gemini_content() -> None:
                for c in again.surviving) == 1
 
 
-_odd = st.sampled_from([None, "", "f", "g", "id1", 0, 7, [], {}, True, {"a": [1]}])
+_odd = st.sampled_from(
+    [None, "", "f", "g", "id1", 0, 7, [], {}, True, {"a": [1]}, {"output": "x\n\"\u00e9"}]
+)
 _names = st.sampled_from([None, "", "f", "g"])
 _bodies = st.one_of(
     st.fixed_dictionaries(
@@ -817,3 +819,21 @@ def test_the_plain_content_reader_gives_the_full_reader_s_record(content: dict[s
     assert read_or_error(read_message, content) == read_or_error(
         read_message, MappingProxyType(content)
     )
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=4) | st.integers(), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(response=_json_values | st.dictionaries(st.text(), st.text(), min_size=1, max_size=1))
+def test_a_response_of_one_text_is_the_json_the_encoder_writes(response: Any) -> None:
+    """The shortcut for a response ``{"output": text}`` writes what ``_json`` writes."""
+    from agentstate_reducer.read.fields import _json
+    from agentstate_reducer.read.gemini import _response_json
+
+    assert _response_json(response) == _json(response)
