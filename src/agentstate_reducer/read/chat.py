@@ -95,18 +95,69 @@ def read_message(message: object, index: int = 0) -> MessageRecord:
 
 def read_messages(messages: list[Any]) -> list[MessageRecord]:
     """Read every message, in order; errors name the offending index and field."""
-    plain, other = _read_dict, _read_object
     try:
-        return [
-            (plain(m) if type(m) is dict else other(m)) or _read(m, i)
-            for i, m in enumerate(messages)
-        ]
+        return _read_all(messages)
     except Exception as exc:
         if isinstance(exc, MessageFormatError) and not isinstance(exc, _FieldError):
             raise  # it names its index already
         for i, m in enumerate(messages):  # which one: read again, one by one
             read_message(m, i)
         raise _unreadable(None, -1, exc) from _cause(exc)
+
+
+def _read_all(messages: list[Any]) -> list[MessageRecord]:
+    """The record of each message: ``_read_dict(m)`` of a dict, the fast path of its
+    class (:func:`fast_reader`) of anything else, else the general reader's. The
+    commonest dicts (a role, text and maybe an id; a tool result answering one call; an
+    ai message issuing one OpenAI call) are read inline, each as :func:`_read_dict`
+    reads it, and the fast path is looked up once per class."""
+    out: list[MessageRecord] = []
+    append = out.append
+    new, alias, record, empty = _new_record, _ALIASES.get, MessageRecord, _EMPTY
+    readers: dict[type, Callable[[Any], MessageRecord | None]] = {}
+    for i, m in enumerate(messages):
+        cls = type(m)
+        if cls is dict:
+            raw, content, ident = m.get("role"), m.get("content"), m.get("id")
+            if type(raw) is str and (ident is None or type(ident) is str):
+                role = alias(raw)
+                # The keys but the id: the role, the content and what else is there.
+                size = len(m) - (ident is not None)
+                if type(content) is str and role is not None:
+                    if size == 2:  # a role, text and maybe an id
+                        append(new(record, (role, ident or None, empty, empty, content or None,
+                                            NO_EXTRAS)))
+                        continue
+                    if size == 3 and role == TOOL:  # a tool result: the id it answers
+                        call_id = m.get("tool_call_id")
+                        if type(call_id) is str and call_id:
+                            answered = (role, ident or None, empty, (call_id,), content or None,
+                                        NO_EXTRAS)
+                            append(new(record, answered))
+                            continue
+                if size == 3 and role == AI and (type(content) is str or (
+                    content is None and "content" in m
+                )):  # one OpenAI call, as _read_dict reads it
+                    found = m.get("tool_calls")
+                    if type(found) is list and len(found) == 1:
+                        call = found[0]
+                        function = call.get("function") if type(call) is dict else None
+                        if type(function) is dict:
+                            cid, call_name = call.get("id"), function.get("name")
+                            if type(cid) is str and cid and type(call_name) is str:
+                                billed = ((call_name, function.get("arguments")),)
+                                extras = new(Extras, (None, (), billed, None, (), 0, (), CHAT))
+                                calling = (role, ident or None, (cid,), empty, content or None,
+                                           extras)
+                                append(new(record, calling))
+                                continue
+            append(_read_dict(m) or _read(m, i))
+        else:
+            reader = readers.get(cls)
+            if reader is None:
+                reader = readers[cls] = fast_reader(cls)
+            append(reader(m) or _read(m, i))
+    return out
 
 
 # The one fast path (_read_dict for a dict, _read_object for anything else): the record of a

@@ -602,6 +602,85 @@ def test_the_langchain_shortcut_agrees_with_the_general_reader(message: Any) -> 
         assert fast == _read(message, 0)
 
 
+#: The dicts read_messages reads inline (text, a tool result, one OpenAI call).
+_INLINE = (
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": ""},
+    {"role": "system", "content": "s"},
+    {"role": "tool", "content": "r", "tool_call_id": "c1"},
+    {"role": "assistant", "content": None, "tool_calls": [_openai_call("c1")]},
+    {"role": "assistant", "content": "t", "tool_calls": [_openai_call("c1")]},
+)
+#: Odd values for their fields, and for their calls.
+_ODD = ("", None, 7, [1], "Tool")
+_ODD_CALLS = (
+    [_openai_call("")], [_openai_call(1)], [_openai_call("c1", None)], ["c1"], [], None,
+    [{"id": "c1", "function": "f"}], [{"id": "c1", "name": "f", "args": {}}],
+    [_openai_call("c1"), _openai_call("c2")], "c1",
+)
+_KEYS = ("id", "parts", "name", "tool_call_id", "tool_calls", "content", "function_call")
+
+
+def _bent(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """``message`` bent once every way: each key dropped, each key given each odd value."""
+    out = []
+    for key in message:
+        out.append({k: v for k, v in message.items() if k != key})
+    for key in _KEYS + tuple(k for k in message if k not in _KEYS):
+        for value in _ODD_CALLS if key == "tool_calls" else _ODD:
+            out.append({**message, key: value})
+    return out
+
+
+def _near_inline() -> list[dict[str, Any]]:
+    """Each inline shape with and without an id, bent once and twice every way."""
+    out = []
+    for base in _INLINE:
+        for message in (base, {**base, "id": "m1"}):
+            out.append(message)
+            for once in _bent(message):
+                out.append(once)
+                out.extend(_bent(once))
+    return out
+
+
+def _one_by_one(messages: list[Any]) -> Any:
+    try:
+        return [chat.read_message(m, i) for i, m in enumerate(messages)]
+    except MessageFormatError as exc:
+        return type(exc), str(exc)
+
+
+def test_the_dicts_read_inline_read_as_read_message_reads_them() -> None:
+    """read_messages reads the commonest dicts inline: each of them bent once or twice
+    every way (a key dropped, a field given an odd value) reads as read_message reads it,
+    alone and in one list."""
+    readable = []
+    for message in _near_inline():
+        try:
+            got: Any = chat.read_messages([message])
+        except MessageFormatError as exc:
+            got = type(exc), str(exc)
+        assert got == _one_by_one([message]), message
+        if type(got) is list:
+            readable.append(message)
+    assert len(readable) > 1_000
+    assert chat.read_messages(readable) == _one_by_one(readable)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_near_inline()) | _dict_messages | _langchain_messages(),
+                max_size=4))
+def test_a_list_reads_as_its_messages_read_one_by_one(messages: list[Any]) -> None:
+    """read_messages reads the commonest dicts inline and looks each class's fast path up
+    once: every record (or the error naming the index) is read_message's."""
+    try:
+        got: Any = chat.read_messages(messages)
+    except MessageFormatError as exc:
+        got = type(exc), str(exc)
+    assert got == _one_by_one(messages)
+
+
 def test_with_parts_copies_a_langchain_message_deeply_sharing_nothing() -> None:
     from langchain_core.messages import AIMessage, ToolMessage
 
