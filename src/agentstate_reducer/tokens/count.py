@@ -7,6 +7,7 @@ text counter; :func:`read_counted` reads and counts a message in one read for th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any
 
 from ..read import (
@@ -139,23 +140,19 @@ def count_back(
     if text_tokens is None:
         return None
     # A hit in the memo is the count the memo's call would give: looked up here, without
-    # a call (most texts of a history counted again are hits).
-    known = text_tokens.known if isinstance(text_tokens, TextMemo) else {}
-    look = known.get
+    # a call (most texts of a history counted again are hits, found by identity).
+    look = (text_tokens.known if isinstance(text_tokens, TextMemo) else {}).get
     records: list[MessageRecord] = []
     keep = records.append
     roles = _KNOWN_ROLES
-    readers: dict[type, Callable[[Any], MessageRecord | None]] = {}
+    readers = _Readers()
+    n = len(messages)
     lo = stop
     message = None
     try:
-        while lo > first:
-            message = messages[lo - 1]
-            read = readers.get(type(message))
-            if read is None:
-                read = readers[type(message)] = fast_reader(type(message))
+        for message in islice(reversed(messages), n - stop, n - first):
             try:
-                record = read(message)
+                record = readers[type(message)](message)
             except Exception:  # read again by read_message, which names the field
                 record = None
             if record is None:
@@ -164,12 +161,10 @@ def count_back(
             role, _, _, answers, text, extras = record
             cost = _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
             if text is not None:
-                hit = look(hash(text))
-                cost += hit[1] if hit is not None and hit[0] == len(text) else text_tokens(text)
+                cost += look(text) or text_tokens(text)
             if answers and role == TOOL and extras[7] is CHAT:
                 ident = answers[0]
-                hit = look(hash(ident))
-                cost += hit[1] if hit is not None and hit[0] == len(ident) else text_tokens(ident)
+                cost += look(ident) or text_tokens(ident)
             if extras is not NO_EXTRAS:
                 name, texts, calls, call_id, result_ids, media, _, _ = extras
                 if len(calls) == 1 and not (texts or result_ids or media) and call_id is None:
@@ -178,10 +173,7 @@ def count_back(
                         cost += _NAME_TOKENS + text_tokens(name)
                     tool, args = calls[0]
                     args = args_text(args)
-                    hit = look(hash(tool))
-                    cost += hit[1] if hit is not None and hit[0] == len(tool) else text_tokens(tool)
-                    hit = look(hash(args))
-                    cost += hit[1] if hit is not None and hit[0] == len(args) else text_tokens(args)
+                    cost += (look(tool) or text_tokens(tool)) + (look(args) or text_tokens(args))
                     cost += _TOOL_CALL_TOKENS
                 else:
                     cost += _count_extras(extras, text_tokens)
@@ -195,6 +187,14 @@ def count_back(
             raise
         raise error from None
     return lo, used, records
+
+
+class _Readers(dict[type, Callable[[Any], "MessageRecord | None"]]):
+    """The reader's fast path of each class met, found on first sight."""
+
+    def __missing__(self, cls: type) -> Callable[[Any], MessageRecord | None]:
+        read = self[cls] = fast_reader(cls)
+        return read
 
 
 def approximate_token_count(message: Any) -> int:

@@ -202,9 +202,8 @@ def load_o200k_base() -> Any:
 class _ExactCounter(_TextCounter):
     """Counts a message with one encoding; special-token text is counted as plain text.
 
-    Each text's count is remembered (:class:`~.memo.TextMemo`: by the text's hash and
-    length, no reference to it), so a message read again as a new object, as a checkpoint
-    deserialises it, is not tokenized again.
+    Each text's count is remembered (:class:`~.memo.TextMemo`, by the text), so a message
+    read again as a new object, as a checkpoint deserialises it, is not tokenized again.
     """
 
     def __init__(self, encoding: Any) -> None:

@@ -1,4 +1,4 @@
-"""TextMemo: a text's count remembered by its hash and length, never a different count."""
+"""TextMemo: a text's count remembered by the text, never a different count; memory bounded."""
 
 from __future__ import annotations
 
@@ -39,8 +39,42 @@ def test_a_memo_forgets_the_oldest_quarter_past_its_size() -> None:
     for i in range(9):
         memo(f"text number {i}")
     assert len(memo.known) == 7  # 9 entries, the oldest 2 (a quarter) gone
-    assert hash("text number 0") not in memo.known
-    assert hash("text number 8") in memo.known
+    assert "text number 0" not in memo.known
+    assert "text number 8" in memo.known
+
+
+def test_a_memo_forgets_the_oldest_past_the_characters_it_may_hold() -> None:
+    memo = TextMemo(len, chars=100)
+    for i in range(9):
+        memo(f"text {i} " + "x" * 13)  # 20 characters each
+    # The sixth and the ninth went past 100 characters: each time the oldest went until
+    # at most 75 were held.
+    assert list(memo.known) == [f"text {i} " + "x" * 13 for i in range(6, 9)]
+    memo("y" * 26)  # more than a quarter of what it may hold: counted, not remembered
+    assert "y" * 26 not in memo.known and memo("y" * 26) == 26
+    memo.forget()
+    assert not memo.known
+    for i in range(5):
+        memo(f"text {i} " + "x" * 13)
+    assert len(memo.known) == 5  # forgetting emptied the characters held too
+
+
+def test_a_str_subclass_is_counted_not_remembered() -> None:
+    class Text(str):
+        def __hash__(self) -> int:
+            return 1
+
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    memo = TextMemo(count)
+    assert memo(Text("some text")) == memo(Text("some text")) == 9
+    assert len(calls) == 2 and not memo.known
+    assert memo("some text") == memo(Text("some text")) == 9  # its own hash: a miss
+    assert len(calls) == 4 and list(memo.known) == ["some text"]
 
 
 def test_the_heuristic_remembers_the_texts_it_counted() -> None:
