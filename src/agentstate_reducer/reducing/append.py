@@ -31,6 +31,9 @@ def append(
     chain = reducer._match(existing, messages)
     if chain is None:
         return None
+    again = reducer._replayed(chain, messages, namespace)
+    if again is not None:
+        return again
     config = reducer.config
     size, snapshot = chain.size, chain.snapshot
     cache = reducer._token_counts if config.token_mode else None
@@ -62,6 +65,7 @@ def append(
     got = plan_append(settled, history, new_views, budget, new_counts)
     if got is None:
         return None
+    before = settled
     plan, settled = got
     rule = reducer._edits_append
     if rule is not None and not rule(
@@ -111,10 +115,10 @@ def append(
             else:
                 kinds = [*(kinds[:size] if kinds is not None else [dict] * size), *added]
         ids, named = _extended_ids(chain, new, new_views)
-    reducer._keep(
-        _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
-               settled, ids, named, classes)
-    )
+    kept = _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
+                  settled, ids, named, classes)
+    reducer._keep(kept)
+    reducer._planned(kept, before, namespace, budget, plan)
     return plan
 
 

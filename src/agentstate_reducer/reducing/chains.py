@@ -127,6 +127,22 @@ def _last_unchanged(seen: list[Any], chain: _Chain) -> bool:
         return False
 
 
+def _tail_unchanged(new: list[Any], chain: _Chain, start: int) -> bool:
+    """Whether ``new`` still holds what ``chain`` printed of its messages from ``start``
+    on (``len(new)`` of them, the same objects): :func:`_unchanged` of a tail."""
+    end = start + len(new)
+    kinds = chain.kinds
+    try:
+        if kinds is None:
+            return bool(new == chain.prints[start:end])
+        if list(map(type, new)) != kinds[start:end]:
+            return False
+        fields = list(map(_FIELDS if chain.by_dict else _fields, new))
+        return bool(fields == chain.prints[start:end])
+    except Exception:  # a field whose == raises (an array, say)
+        return False
+
+
 def _prints(messages: list[Any], kinds: list[type] | None, by_dict: bool) -> list[Any]:
     """:func:`_print` of each message, at C speed when all are dicts or all objects
     whose fields are their ``__dict__``."""

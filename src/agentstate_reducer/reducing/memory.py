@@ -5,12 +5,22 @@ equal copies), so that repair and the incremental path read only what is new."""
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config import ReducerResult
-from ..plan import Plan
+from ..plan import Plan, Settled
 from ..read import MessageRecord, is_merge_update, message_id
-from .chains import _CHAINS, _by_dict, _Chain, _kinds, _last_unchanged, _Memo, _print, _unchanged
+from .chains import (
+    _CHAINS,
+    _by_dict,
+    _Chain,
+    _kinds,
+    _last_unchanged,
+    _Memo,
+    _print,
+    _tail_unchanged,
+    _unchanged,
+)
 from .counts import _Counting
 from .lists import _survivors
 
@@ -40,8 +50,66 @@ def _among(chain: _Chain, ids: set[Any]) -> bool | None:
     return False
 
 
+class _Planned(NamedTuple):
+    """An append the incremental path planned, kept to plan the same append again."""
+
+    #: The settled state of the history it appended to.
+    before: Settled
+    namespace: Any
+    #: The budget it planned with (after learning the usage its new messages report).
+    budget: Any
+    plan: Plan
+    #: The chain it remembered for the list it returned.
+    kept: _Chain
+
+
 class _Remembering(_Counting):
     """The lists this reducer returned: remembered, matched, indexed by id."""
+
+    #: The latest append planned (:meth:`_planned`), or ``None``.
+    _last_append: _Planned | None = None
+
+    def _planned(
+        self, chain: _Chain, before: Settled, namespace: Any, budget: Any, plan: Plan
+    ) -> None:
+        """Keep ``chain``, remembered for the list returned with ``plan`` by an append
+        onto the history settled as ``before``, to replay that append (:meth:`_replayed`)."""
+        self._last_append = _Planned(before, namespace, budget, plan, chain)
+
+    def _replayed(self, chain: _Chain, messages: list[Any], namespace: Any) -> Plan | None:
+        """The plan of the latest append again, when ``messages`` is that append once more:
+        a chain of the same settled history matched, followed by the same new objects,
+        unchanged since (their top-level fields against the prints then taken), under
+        the same namespace and budget; the list is remembered as that append's was.
+        Else ``None``.
+
+        LangGraph merges each reply twice: the conditional edge reads the state with the
+        node's update applied, then the update is applied, both times onto the same list.
+        The plan is a function of the settled history, the new messages' records and
+        counts and the budget, all unchanged; their usage was learned the first time.
+        """
+        last = self._last_append
+        if last is None or last.before is not chain.settled:
+            return None
+        kept, size, n = last.kept, chain.size, len(messages)
+        if kept.size != n or n <= size or last.namespace is not namespace:
+            return None
+        new, held = messages[size:], kept.snapshot
+        if size and (messages[0] is not held[0] or messages[size - 1] is not held[size - 1]):
+            return None  # equal copies: the append onto them goes on with them
+        if not all(map(operator.is_, new, held[size:n])):
+            return None
+        if not _tail_unchanged(new, kept, size):
+            return None
+        config = self.config
+        budget = (
+            self._budget(namespace) if config.token_mode and self._token_counts is not None
+            else config
+        )
+        if budget is not last.budget:
+            return None
+        self._keep(kept._replace(returned=id(messages)))
+        return last.plan
 
     def _note(
         self, messages: list[Any], plan: Plan, memo: _Memo | None, result: ReducerResult[Any]
@@ -201,3 +269,4 @@ class _Remembering(_Counting):
             chains = self._chains
             for old in [k for k, c in chains.items() if c.snapshot and c.snapshot[0] is first]:
                 del chains[old]
+        self._last_append = None  # it holds a chain of the originals too

@@ -202,3 +202,60 @@ def test_the_prints_of_the_originals_are_freed_before_the_copies_are_printed(
             gc.enable()
     assert held and got.surviving[:-1] == copies
     assert seen and seen[0] < before - len(state) // 2
+
+
+def _edit(message: Any, text: str) -> None:
+    if isinstance(message, dict):
+        message["content"] = text
+    else:
+        message.content = text
+
+
+@pytest.mark.parametrize("shape", ["openai", "langchain"])
+def test_the_same_append_twice_is_planned_once(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LangGraph merges a reply twice onto the same list (the conditional edge's read of
+    the state, then the update): the second is the first append's plan again, and its
+    list is remembered like the first's, so the next append onto it is incremental."""
+    from agentstate_reducer.reducing import append as append_module
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    history = _history(6) if shape == "openai" else _lc_history(6)
+    state = reducer.reduce(existing=history[:11]).surviving
+    planned: list[int] = []
+    plan_append = append_module.plan_append
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        planned.append(1)
+        return plan_append(*args, **kwargs)
+
+    monkeypatch.setattr(append_module, "plan_append", counting)
+    new = [history[11]]
+    first = reducer.reduce(existing=state, new=new)
+    second = reducer.reduce(existing=state, new=new)
+    assert len(planned) == 1
+    assert second.surviving == first.surviving == [*state, *new]
+    assert second.surviving is not first.surviving and second.pruned == []
+    third = reducer.reduce(existing=second.surviving, new=[history[12]])
+    assert len(planned) == 2 and third.surviving == history[:13]
+
+
+@pytest.mark.parametrize("shape", ["openai", "langchain"])
+@pytest.mark.parametrize("edited", ["new", "old"])
+def test_an_edit_in_place_between_the_same_append_twice_is_recounted(
+    shape: str, edited: str
+) -> None:
+    """A message edited in place between the two merges of a reply (the conditional
+    edge's function may touch the state it reads), the appended one or one before, is
+    seen: the second merge plans as a fresh reducer does."""
+    config = ReducerConfig(max_tokens=300, target_tokens=200, token_counter=_tokens)
+    reducer = MessageReducer(config=config)
+    history = _history(6) if shape == "openai" else _lc_history(6)
+    state = reducer.reduce(existing=history[:11]).surviving
+    new = [history[11]]
+    first = reducer.reduce(existing=state, new=new)
+    assert first.pruned == []
+    _edit(new[0] if edited == "new" else state[3], "y" * 2000)
+    second = reducer.reduce(existing=state, new=new)
+    fresh = MessageReducer(config=config).reduce(existing=[*state, *new])
+    assert fresh.pruned and second.pruned == fresh.pruned
+    assert second.surviving == fresh.surviving
