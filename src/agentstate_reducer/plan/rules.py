@@ -43,8 +43,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Sequence
-from itertools import compress
-from operator import and_, attrgetter, not_
+from itertools import compress, islice, repeat
+from operator import and_, attrgetter, sub
 from typing import TYPE_CHECKING, cast
 
 from .._note import entry_tokens, note_cap, note_tokens, shown_args
@@ -155,19 +155,26 @@ def _indices(flags: bytes | bytearray, base: int = 0) -> list[int]:
 
 
 def _plain_prunable(
-    views: Sequence[MessageRecord],
-    parents: Sequence[tuple[int | None, ...] | None],
-    lo: int,
-    hi: int,
+    views: Sequence[MessageRecord], answering: Sequence[int], lo: int, hi: int
 ) -> bytearray:
-    """One flag per index of ``[lo, hi)``: 1 for a human or ai message answering no call."""
-    roles = map(PRUNABLE_ROLES.__contains__, map(_role, views[lo:hi]))
-    return bytearray(map(and_, roles, map(not_, parents[lo:hi])))
+    """One flag per index of ``[lo, hi)``: 1 for a human or ai message answering no call
+    (``answering``: the indices of the messages answering calls, ascending)."""
+    flags = bytearray(map(PRUNABLE_ROLES.__contains__, map(_role, islice(views, lo, hi))))
+    _clear(flags, answering, lo, hi)
+    return flags
+
+
+def _clear(flags: bytearray, indices: Sequence[int], lo: int, hi: int) -> None:
+    """Zero ``flags[i - lo]`` for each ``i`` of the ascending ``indices`` in ``[lo, hi)``,
+    at C speed."""
+    inside = indices[bisect_left(indices, lo) : bisect_left(indices, hi)]
+    for _ in map(flags.__setitem__, map(sub, inside, repeat(lo)), repeat(0)):
+        pass
 
 
 def _prune_window(
     views: Sequence[MessageRecord],
-    parents: Sequence[tuple[int | None, ...] | None],
+    answering: Sequence[int],
     pruned: bytearray,
     protected: bytearray,
     why: dict[int, tuple[str, int | None]],
@@ -183,7 +190,7 @@ def _prune_window(
     if cut <= start:
         return
     width = cut - start
-    free = _plain_prunable(views, parents, start, cut)
+    free = _plain_prunable(views, answering, start, cut)
     taken = protected[start:cut].translate(_ONE)
     free_bits = int.from_bytes(free, "little")
     free_bits &= ~(int.from_bytes(taken, "little") | int.from_bytes(pruned[start:cut], "little"))
@@ -220,8 +227,9 @@ def _kept_anyway(
     get = counts.__getitem__
     guarded = protected[start:stop]
     total = sum(map(get, _indices(guarded, start)))
-    roles = map(PRUNABLE_ROLES.__contains__, map(_role, views[start:stop]))
-    other = bytearray(map(and_, map(not_, roles), map(not_, parents[start:stop])))
+    roles = map(PRUNABLE_ROLES.__contains__, map(_role, islice(views, start, stop)))
+    other = bytearray(roles).translate(_FLIP)  # a role never pruned
+    _clear(other, answering, start, stop)
     if guarded.count(0) != len(guarded):
         other = bytearray(map(and_, other, guarded.translate(_FLIP)))
     total += sum(map(get, _indices(other, start)))
@@ -674,7 +682,7 @@ def plan_structure(
         if config.start_on == HUMAN:
             latest = next((i for i in range(n - 1, -1, -1) if _plain_human(views[i])), None)
             cut = _human_cut(views, cut, start, latest, back=not token_mode)
-        _prune_window(views, parents, pruned, protected, why, start, cut, window_end)
+        _prune_window(views, answering, pruned, protected, why, start, cut, window_end)
     if boundary is not None:
         for i in range(start, boundary):
             if not pruned[i]:
