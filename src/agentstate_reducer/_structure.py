@@ -344,10 +344,37 @@ def link_calls(
     return parents, found
 
 
-def structure_of(views: Sequence[MessageRecord], *, preserve_first: bool) -> Structure:
+def structure_of(
+    views: Sequence[MessageRecord],
+    *,
+    preserve_first: bool,
+    linking: list[int] | None = None,
+    grouped: bool | None = None,
+) -> Structure:
     """The :class:`Structure` of ``views`` for a plan that preserves the first message or
-    not: it may touch them from index 1 with ``preserve_first`` (and a message), else 0."""
-    return Structure(views, 1 if preserve_first and len(views) else 0)
+    not: it may touch them from index 1 with ``preserve_first`` (and a message), else 0.
+    ``linking`` and ``grouped``, when the read found them (:func:`~.read.chat.read_records`):
+    the indices of the messages issuing or answering calls, and whether any groups."""
+    structure = Structure(views, 1 if preserve_first and len(views) else 0)
+    structure._linking = linking
+    structure._grouped = grouped
+    return structure
+
+
+def _link_at(views: Sequence[MessageRecord], linking: list[int]) -> Parents:
+    """``link_calls(views)[0]`` read from ``linking`` alone: every index of a message
+    issuing or answering calls, ascending (no other message links anything)."""
+    issued: dict[str, int] = {}
+    get = issued.get
+    parents: Parents = [None] * len(views)
+    for j in linking:
+        view = views[j]
+        answers = view.answers
+        if answers:
+            parents[j] = (get(answers[0]),) if len(answers) == 1 else tuple(map(get, answers))
+        for call in view.calls:
+            issued[call] = j
+    return parents
 
 
 class Structure:
@@ -356,8 +383,8 @@ class Structure:
     finds nothing twice. Each fact is found when first asked: a plan that prunes nothing
     links no call."""
 
-    __slots__ = ("_answering", "_boundary", "_grouped", "_heads", "_parents", "_turn",
-                 "_units", "start", "views")
+    __slots__ = ("_answering", "_boundary", "_grouped", "_heads", "_linking", "_parents",
+                 "_turn", "_units", "start", "views")
 
     def __init__(self, views: Sequence[MessageRecord], start: int = 0) -> None:
         #: One record per message, in order.
@@ -372,6 +399,8 @@ class Structure:
         self._parents: Parents | None = None
         self._answering: list[int] | None = None
         self._heads: list[int] | None = None
+        #: The indices of the messages issuing or answering calls, when the read found them.
+        self._linking: list[int] | None = None
 
     @property
     def turn(self) -> Turn:
@@ -406,14 +435,22 @@ class Structure:
     def parents(self) -> Parents:
         """Per message, the issuers of the calls it answers (:func:`link_calls`)."""
         if self._parents is None:
-            self._parents = link_calls(self.views)[0]
+            linking = self._linking
+            if linking is None:
+                self._parents = link_calls(self.views)[0]
+            else:
+                self._parents = _link_at(self.views, linking)
         return self._parents
 
     @property
     def answering(self) -> list[int]:
         """The indices of the messages answering calls, ascending."""
         if self._answering is None:
-            self._answering = list(compress(range(len(self.views)), self.parents))
+            parents, linking = self.parents, self._linking
+            if linking is None:
+                self._answering = list(compress(range(len(self.views)), parents))
+            else:
+                self._answering = list(compress(linking, map(parents.__getitem__, linking)))
         return self._answering
 
     @property

@@ -37,6 +37,13 @@ def test_the_recipe_reads_each_message_a_bounded_number_of_times(
 
     for module in (repair, append, prepare):
         monkeypatch.setattr(module, "read_messages", counting)
+    records = prepare.read_records
+
+    def counting_records(messages: list[Any]) -> Any:
+        read.append(len(messages))
+        return records(messages)
+
+    monkeypatch.setattr(prepare, "read_records", counting_records)
     reducer = MessageReducer(config=agent_config(
         min_messages=400, max_messages=500, model="gpt-4o", system_prompt="You answer."))
     model = scripted_model(TURNS)

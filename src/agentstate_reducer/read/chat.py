@@ -7,7 +7,7 @@ reader that every other shape is dispatched from (its walk over a message's fiel
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import MessageFormatError
 from ._field import FieldError as _FieldError
@@ -42,9 +42,11 @@ from .record import (
 from .walk import _field_calls, _Walk
 
 __all__ = (
+    "Records",
     "fast_reader",
     "read_message",
     "read_messages",
+    "read_records",
     "too_deep",
     "too_deep_among",
 )
@@ -93,8 +95,27 @@ def read_message(message: object, index: int = 0) -> MessageRecord:
         raise _unreadable(message, index, exc) from _cause(exc)
 
 
+class Records(NamedTuple):
+    """The records of a history (:func:`read_records`) and what the read saw of its
+    structure on the way, so that no later pass over every record need find it."""
+
+    records: list[MessageRecord]
+    #: The indices of the messages issuing or answering tool calls, ascending; ``None``
+    #: when the read did not follow them (a history holding objects).
+    linking: list[int] | None
+    #: Whether any record's :attr:`~MessageRecord.group` is not ``GROUP_NONE``; ``None``
+    #: with ``linking``.
+    grouped: bool | None
+
+
 def read_messages(messages: list[Any]) -> list[MessageRecord]:
     """Read every message, in order; errors name the offending index and field."""
+    return read_records(messages).records
+
+
+def read_records(messages: list[Any]) -> Records:
+    """:func:`read_messages`, with the indices of the messages that issue or answer tool
+    calls and whether any message groups with its neighbours (for a history of dicts)."""
     try:
         return _read_all(messages)
     except Exception as exc:
@@ -105,7 +126,7 @@ def read_messages(messages: list[Any]) -> list[MessageRecord]:
         raise _unreadable(None, -1, exc) from _cause(exc)
 
 
-def _read_all(messages: list[Any]) -> list[MessageRecord]:
+def _read_all(messages: list[Any]) -> Records:
     """The record of each message: ``_read_dict(m)`` of a dict, the fast path of its
     class (:func:`fast_reader`) of anything else, else the general reader's. The
     commonest dicts (a role, text and maybe an id; a tool result answering one call; an
@@ -113,6 +134,10 @@ def _read_all(messages: list[Any]) -> list[MessageRecord]:
     reads it, and the fast path is looked up once per class."""
     out: list[MessageRecord] = []
     append = out.append
+    linking: list[int] = []
+    link = linking.append
+    grouped = False
+    followed = True  # whether linking and grouped hold
     new, alias, record, empty = _new_record, _ALIASES.get, MessageRecord, _EMPTY
     readers: dict[type, Callable[[Any], MessageRecord | None]] = {}
     for i, m in enumerate(messages):
@@ -134,6 +159,7 @@ def _read_all(messages: list[Any]) -> list[MessageRecord]:
                             answered = (role, ident or None, empty, (call_id,), content or None,
                                         NO_EXTRAS)
                             append(new(record, answered))
+                            link(i)
                             continue
                 if size == 3 and role == AI and (type(content) is str or (
                     content is None and "content" in m
@@ -150,14 +176,24 @@ def _read_all(messages: list[Any]) -> list[MessageRecord]:
                                 calling = (role, ident or None, (cid,), empty, content or None,
                                            extras)
                                 append(new(record, calling))
+                                link(i)
                                 continue
-            append(_read_dict(m) or _read(m, i))
-        else:
+            read = _read_dict(m) or _read(m, i)
+            append(read)
+            if read[2] or read[3]:  # it issues or answers calls
+                link(i)
+            extras = read[5]
+            if extras is not NO_EXTRAS and extras[7].group:
+                grouped = True
+        else:  # objects: not followed (asking each record costs more than the passes after)
             reader = readers.get(cls)
             if reader is None:
                 reader = readers[cls] = fast_reader(cls)
             append(reader(m) or _read(m, i))
-    return out
+            followed = False
+    if not followed:
+        return Records(out, None, None)
+    return Records(out, linking, grouped)
 
 
 # The one fast path (_read_dict for a dict, _read_object for anything else): the record of a

@@ -17,7 +17,7 @@ from ..hooks import namespace_key
 from ..plan import CURRENT_TURN, Plan
 from ..plan.rules import plan_structure
 from ..read import MessageRecord
-from ..read.chat import read_messages
+from ..read.chat import read_messages, read_records
 from ..tokens.cache import LazyCounts
 from .append import append
 from .chains import _Memo
@@ -58,8 +58,14 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
         fast = append(reducer, existing, messages, namespace)
         if fast is not None:
             return Prepared(messages, fast, None, (), added)
-    views = read_messages(messages) if records is None else records  # the repair's
-    structure = structure_of(views, preserve_first=config.preserve_first)
+    if records is None:
+        views, linking, grouped = read_records(messages)
+        structure = structure_of(
+            views, preserve_first=config.preserve_first, linking=linking, grouped=grouped
+        )
+    else:  # the repair's
+        views = records
+        structure = structure_of(views, preserve_first=config.preserve_first)
     counts: Sequence[int] | None = None
     budget = config
     if config.token_mode:

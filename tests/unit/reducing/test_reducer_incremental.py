@@ -28,6 +28,13 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     for module in (repair, append, prepare):
         monkeypatch.setattr(module, "read_messages", counting)
+    records = prepare.read_records
+
+    def counting_records(messages: list[Any]) -> Any:
+        read.append(len(messages))
+        return records(messages)
+
+    monkeypatch.setattr(prepare, "read_records", counting_records)
     return read
 
 def _content_tokens(message: Any) -> int:
