@@ -349,7 +349,13 @@ def _drop_split_pairs(
     """Remove kept tool results whose call is not kept (or was never issued), kept ai
     messages whose results were trimmed, and what is kept of a model response the cut
     split (a reasoning item without its call), until none is left."""
-    if not copies and _closed(kept, parents, results, units):
+    if not copies and (
+        not kept
+        or (
+            kept[-1][0] + 1 - kept[0][0] == len(kept)  # no gap
+            and _closed(kept[0][0], kept[-1][0] + 1, parents, results, units)
+        )
+    ):
         return kept
     while kept:
         at = set(map(_index, kept))
@@ -380,16 +386,13 @@ def _drop_split_pairs(
 
 
 def _closed(
-    kept: _Kept, parents: Parents, results: Results, units: tuple[tuple[int, int], ...]
+    lo: int, hi: int, parents: Parents, results: Results, units: tuple[tuple[int, int], ...]
 ) -> bool:
-    """Whether a run of whole messages with no gap, ``[lo, hi)``, splits no pair: every
-    call it answers was issued in it, every result of its calls is in it, and no model
-    response is cut (so :func:`_drop_split_pairs` drops nothing). Read at C level."""
-    if not kept:
+    """Whether the run of whole messages ``[lo, hi)`` splits no pair: every call it answers
+    was issued in it, every result of its calls is in it, and no model response is cut
+    (so :func:`_drop_split_pairs` drops nothing). Read at C level."""
+    if lo >= hi:
         return True
-    lo, hi = kept[0][0], kept[-1][0] + 1
-    if hi - lo != len(kept):
-        return False
     issuers = list(chain.from_iterable(filter(None, parents[lo:hi])))
     if None in issuers or min(cast("list[int]", issuers), default=lo) < lo:
         return False
@@ -574,19 +577,16 @@ def trim_messages(
         >>> [m["content"] for m in kept]
         ['be brief', 'turn 4', 'turn 5']
     """
-    selection = trim_selection(
-        messages,
-        max_tokens=max_tokens,
-        token_counter=token_counter,
-        strategy=strategy,
-        allow_partial=allow_partial,
-        end_on=end_on,
-        start_on=start_on,
-        include_system=include_system,
-        text_splitter=text_splitter,
-        keep_tool_pairs=keep_tool_pairs,
+    items, head, body, _ = _selection(
+        messages, max_tokens, token_counter, strategy, allow_partial, end_on, start_on,
+        include_system, text_splitter, keep_tool_pairs,
     )
-    return list(map(_message, selection.kept))
+    kept = list(map(_message, head))
+    if isinstance(body, range):  # a run of whole messages: a slice of the input
+        kept += items[body.start : body.stop]
+    else:
+        kept += map(_message, body)
+    return kept
 
 
 class TrimSelection(NamedTuple):
@@ -617,6 +617,34 @@ def trim_selection(
     The options are :func:`trim_messages`' own; the CLI reports what was kept, cut or
     made partial from this instead of matching the output back to the input.
     """
+    items, head, body, partial = _selection(
+        messages, max_tokens, token_counter, strategy, allow_partial, end_on, start_on,
+        include_system, text_splitter, keep_tool_pairs,
+    )
+    if isinstance(body, range):
+        body = list(zip(body, items[body.start : body.stop], strict=True))
+    return TrimSelection(head + body, partial)
+
+
+#: What the selection keeps after the head (the kept system message): a run of whole
+#: input messages by index, or ``(input index, message)`` entries.
+_Body = range | _Kept
+
+
+def _selection(
+    messages: Iterable[Any],
+    max_tokens: float,
+    token_counter: Any,
+    strategy: str,
+    allow_partial: bool,
+    end_on: MessageTypeSpec | None,
+    start_on: MessageTypeSpec | None,
+    include_system: bool,
+    text_splitter: Any,
+    keep_tool_pairs: bool,
+) -> tuple[list[Any], _Kept, _Body, frozenset[int]]:
+    """The arguments checked, ``(items, head, body, partial)``: the input as a list, the
+    kept system message, the rest of what is kept, and the partial copies' indices."""
     _validate(
         strategy,
         start_on,
@@ -629,7 +657,7 @@ def trim_selection(
         text_splitter=text_splitter,
     )
     if messages is None:
-        return TrimSelection([], frozenset())
+        return [], [], range(0), frozenset()
     to_messages = getattr(messages, "to_messages", None)
     if callable(to_messages):  # a LangChain PromptValue
         messages = to_messages()
@@ -663,50 +691,85 @@ def _select(
     include_system: bool,
     text_splitter: Any,
     keep_tool_pairs: bool,
-) -> TrimSelection:
-    """:func:`trim_selection` of a list, its arguments checked."""
+) -> tuple[list[Any], _Kept, _Body, frozenset[int]]:
+    """:func:`_selection` of a list, its arguments checked."""
     split = _splitter(text_splitter) if allow_partial else _split_lines
     ends = _TypeMatch("end_on", end_on) if end_on else None
     starts = _TypeMatch("start_on", start_on) if start_on else None
     views = _Views(items)
     sizer = _Sizer(items, views, token_counter)
     if strategy == "first":
-        head, body, copies = _first(items, sizer, max_tokens, allow_partial, split)
+        head, run, part = _first(items, sizer, max_tokens, allow_partial, split)
     else:
-        head, body, copies = _last(
+        head, run, part = _last(
             items, views, sizer, max_tokens, allow_partial, split, include_system, ends
         )
-
-    if keep_tool_pairs and copies:
+    if part is None:  # whole messages only: the run is trimmed and checked as indices
+        lo, hi = run.start, run.stop
+        if ends is not None:  # a no-op for "last"
+            while hi > lo and not ends(items[hi - 1], views[hi - 1]):
+                hi -= 1
+        if starts is not None:
+            while lo < hi and not starts(items[lo], views[lo]):
+                lo += 1
+        if not keep_tool_pairs or lo == hi:
+            return items, head, range(lo, hi), frozenset()
+        parents, results = link_calls(views, lo, hi, results=True)
+        units = _units_around(views, len(items), lo, hi)
+        if _closed(lo, hi, parents, results, units):
+            return items, head, range(lo, hi), frozenset()
+        return items, head, _drop_all(
+            list(zip(range(lo, hi), items[lo:hi], strict=True)), views, {}, parents,
+            results, units, ends, starts,
+        ), frozenset()
+    at, copy = part
+    copies: _Copies = {at: read_message(copy, at)}
+    entries = list(zip(run, items[run.start : run.stop], strict=True))
+    body = [part, *entries] if at < run.start else [*entries, part]
+    if keep_tool_pairs:
         # A partial piece of only whitespace is an empty message to a provider: drop it.
         body = [(i, m) for i, m in body if i not in copies or not _is_blank(m, i)]
-
-    def is_a(match: _TypeMatch, entry: tuple[int, Any]) -> bool:
-        return match(entry[1], copies.get(entry[0]) or views[entry[0]])
-
-    def trim_ends(kept: _Kept) -> _Kept:
-        stop = len(kept)
-        if ends is not None:  # a no-op for "last" until tool pairs are dropped
-            while stop and not is_a(ends, kept[stop - 1]):
-                stop -= 1
-        start = 0
-        if starts is not None:
-            while start < stop and not is_a(starts, kept[start]):
-                start += 1
-        return kept[start:stop]
-
-    body = trim_ends(body)
+    body = _trim_ends(body, views, copies, ends, starts)
     if keep_tool_pairs and body:
         # ``body`` is one contiguous run of the input: links are read around it only.
         parents, results = link_calls(views, body[0][0], body[-1][0] + 1, results=True)
         units = _units_around(views, len(items), body[0][0], body[-1][0] + 1)
-        while True:
-            size = len(body)
-            body = trim_ends(_drop_split_pairs(body, views, parents, results, copies, units))
-            if len(body) == size:
-                break
-    partial = frozenset(i for i, _ in body if i in copies) if copies else frozenset()
-    return TrimSelection(head + body, partial)
+        body = _drop_all(body, views, copies, parents, results, units, ends, starts)
+    partial = frozenset(i for i, _ in body if i in copies)
+    return items, head, body, partial
+
+
+def _trim_ends(
+    kept: _Kept, views: _Views, copies: _Copies, ends: _TypeMatch | None,
+    starts: _TypeMatch | None,
+) -> _Kept:
+    """``kept`` less the trailing messages before one ``end_on`` matches and the leading
+    ones before one ``start_on`` matches."""
+    def is_a(match: _TypeMatch, entry: tuple[int, Any]) -> bool:
+        return match(entry[1], copies.get(entry[0]) or views[entry[0]])
+
+    stop = len(kept)
+    if ends is not None:  # a no-op for "last" until tool pairs are dropped
+        while stop and not is_a(ends, kept[stop - 1]):
+            stop -= 1
+    start = 0
+    if starts is not None:
+        while start < stop and not is_a(starts, kept[start]):
+            start += 1
+    return kept[start:stop]
+
+
+def _drop_all(
+    body: _Kept, views: _Views, copies: _Copies, parents: Parents, results: Results,
+    units: tuple[tuple[int, int], ...], ends: _TypeMatch | None, starts: _TypeMatch | None,
+) -> _Kept:
+    """:func:`_drop_split_pairs` then :func:`_trim_ends`, until neither drops a message."""
+    while True:
+        size = len(body)
+        body = _drop_split_pairs(body, views, parents, results, copies, units)
+        body = _trim_ends(body, views, copies, ends, starts)
+        if len(body) == size:
+            return body
 
 
 def _is_blank(message: Any, index: int) -> bool:
@@ -723,8 +786,8 @@ def _first(
     budget: float,
     allow_partial: bool,
     split: Callable[[str], list[str]],
-) -> tuple[_Kept, _Kept, _Copies]:
-    """Longest prefix that fits, plus a partial next message."""
+) -> tuple[_Kept, range, tuple[int, Any] | None]:
+    """Longest prefix that fits, plus a partial next message: ``(head, run, part)``."""
     n = len(items)
     if sizer.per_message is not None:
         used: float = 0
@@ -745,14 +808,11 @@ def _first(
         def fits(candidate: Any) -> bool:
             return sizer.cost([*items[:k], candidate]) <= budget
 
-    body: _Kept = list(enumerate(items[:k]))
-    copies: _Copies = {}
     if allow_partial and k < n:
         part = _partial(items[k], fits, split, keep_end=False)
         if part is not None:
-            body.append((k, part))
-            copies[k] = read_message(part, k)
-    return [], body, copies
+            return [], range(k), (k, part)
+    return [], range(k), None
 
 
 def _last(
@@ -764,8 +824,9 @@ def _last(
     split: Callable[[str], list[str]],
     include_system: bool,
     ends: _TypeMatch | None,
-) -> tuple[_Kept, _Kept, _Copies]:
-    """Longest suffix that fits (after ``end_on`` and the system message), plus a partial."""
+) -> tuple[_Kept, range, tuple[int, Any] | None]:
+    """Longest suffix that fits (after ``end_on`` and the system message), plus a partial:
+    ``(head, run, part)``."""
     stop = len(items)
     if ends is not None:
         while stop and not ends(items[stop - 1], views[stop - 1]):
@@ -790,11 +851,8 @@ def _last(
         def fits(candidate: Any) -> bool:
             return sizer.cost([*fixed, candidate, *items[lo:stop]]) <= budget
 
-    body: _Kept = list(zip(range(lo, stop), items[lo:stop], strict=True))
-    copies: _Copies = {}
     if allow_partial and lo > first:
         part = _partial(items[lo - 1], fits, split, keep_end=True)
         if part is not None:
-            body.insert(0, (lo - 1, part))
-            copies[lo - 1] = read_message(part, lo - 1)
-    return head, body, copies
+            return head, range(lo, stop), (lo - 1, part)
+    return head, range(lo, stop), None

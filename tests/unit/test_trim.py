@@ -788,7 +788,7 @@ def test_a_run_is_closed_exactly_when_no_split_pair_is_dropped_from_it(
     # A copy of no kept message: the whole loop runs, as with a partial message.
     other = {len(history): read_message({"role": "user", "content": "x"})}
     whole = _drop_split_pairs(kept, views, parents, results, other, units)
-    assert _closed(kept, parents, results, units) == (whole == kept)
+    assert _closed(lo, hi, parents, results, units) == (whole == kept)
     assert _drop_split_pairs(kept, views, parents, results, {}, units) == whole
 
 
