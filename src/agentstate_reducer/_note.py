@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._edits import _CALLED, _MARK, EditConfig, _args_cleared, handle_of
-from ._structure import Turn, response_start
+from ._structure import Structure, Turn, response_start
 from .read import (
     HUMAN,
     INJECTED_KEY,
@@ -171,13 +171,40 @@ def turn_note(
     first step). ``None`` when the plan dropped no step."""
     if not dropped or not config.turn_ladder:
         return None
-    entries: list[Entry] = []
-    steps = dropped
-    first = turn.steps[0][0]
     # In place of the first step: after the question and what was typed before the agent
     # began (a question kept by preserve_first may open the turn while the one that asked
     # for these steps follows it), before the reasoning item of its response if any.
-    at, replaces, ident = response_start(views, first, turn.body), False, None
+    head = response_start(views, turn.steps[0][0], turn.body)
+    return _turn_note(messages, views, turn, head, dropped, config)
+
+
+def note_structure(
+    messages: Sequence[Any], structure: Structure, dropped: int, config: EditConfig
+) -> tuple[int, Any, bool] | None:
+    """:func:`turn_note` of the current turn of ``structure`` (the plan's: every plan of
+    it carries that turn), whose records are those of ``messages``; where the first
+    step's response begins is the structure's (:attr:`~._structure.Structure.heads`)."""
+    if not dropped or not config.turn_ladder:
+        return None
+    return _turn_note(
+        messages, structure.views, structure.turn, structure.heads[0], dropped, config
+    )
+
+
+def _turn_note(
+    messages: Sequence[Any],
+    views: Sequence[MessageRecord],
+    turn: Turn,
+    head: int,
+    dropped: int,
+    config: EditConfig,
+) -> tuple[int, Any, bool]:
+    """:func:`turn_note`, ``head`` the first index of the first step's response (not
+    before the turn's body)."""
+    entries: list[Entry] = []
+    steps = dropped
+    first = turn.steps[0][0]
+    at, replaces, ident = head, False, None
     # Converse takes no two user messages in a row: the note joins the user message
     # before the first step instead of going in after it.
     before = at - 1

@@ -42,7 +42,7 @@ from ._edits import EditOption as EditOption
 from ._edits import check_edits as check_edits
 from ._note import shown_args
 from ._note import turn_note as turn_note
-from ._structure import Turn, current_turn
+from ._structure import Structure, Turn
 from .read import (
     CHAT,
     SYSTEM,
@@ -119,13 +119,15 @@ class _Editor:
     def __init__(
         self,
         messages: Sequence[Any],
-        views: Sequence[MessageRecord],
+        structure: Structure,
         counts: Sequence[int] | None,
         count: Callable[[Any], int],
         text_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.source = messages
-        self.views = views
+        #: The records and the current turn of the originals (edits change no role or link).
+        self.structure = structure
+        self.views = structure.views
         self.messages = list(messages)
         #: The given counts (token mode), read only where a rule needs one.
         self.base = counts
@@ -459,16 +461,31 @@ def edit_messages(
         An :class:`EditOutcome`: ``messages`` with edited copies in place, their
         counts, and one :class:`ContextEdit` per replaced part.
     """
+    start = 1 if config.preserve_first and len(views) else 0
+    return edit_structure(messages, Structure(views, start), counts, config, count, text_tokens)
+
+
+def edit_structure(
+    messages: Sequence[Any],
+    structure: Structure,
+    counts: Sequence[int] | None,
+    config: EditConfig,
+    count: Callable[[Any], int],
+    text_tokens: Callable[[str], int] | None = None,
+) -> EditOutcome:
+    """:func:`edit_messages` of ``messages`` read into ``structure`` (its records and the
+    current turn, found once for the edit step and the plan; read with
+    ``config.preserve_first``)."""
     clear = next((o for o in config.context_edits if isinstance(o, ClearToolResults)), None)
     offload = next((o for o in config.context_edits if isinstance(o, Offload)), None)
     n = len(messages)
-    editor = _Editor(messages, views, counts, count, text_tokens)
+    editor = _Editor(messages, structure, counts, count, text_tokens)
     ladder = config.turn_ladder and counts is not None and config.max_tokens is not None
     if not n or (clear is None and offload is None and not ladder):
         return EditOutcome(editor.messages, counts, ())
     start = 1 if config.preserve_first else 0
     limit = None if counts is None or config.max_tokens is None else int(config.max_tokens)
-    stop = _count_mode_stop(views, config) if counts is None else 0
+    stop = _count_mode_stop(structure, config) if counts is None else 0
     if offload is not None:
         _offload(editor, offload, start, stop, limit)
     if clear is not None and _fires(clear, config, editor):
@@ -507,7 +524,7 @@ def _ladder(editor: _Editor, config: EditConfig, start: int, limit: int) -> None
     oldest steps if the turn is still over (rung c, :func:`turn_note`)."""
     if not editor.over(limit):
         return
-    turn = current_turn(editor.views, start)
+    turn = editor.structure.turn
     older = turn.steps[:-1]
     if not older:
         return
@@ -636,14 +653,14 @@ class AppendRule:
         return True
 
 
-def _count_mode_stop(views: Sequence[MessageRecord], config: EditConfig) -> int:
+def _count_mode_stop(structure: Structure, config: EditConfig) -> int:
     """In count mode, the first index a prune may keep (0 when it will not prune).
 
     The window keeps the last ``min_messages`` and the current turn; what lies before
     both is pruned, so it is neither counted nor edited.
     """
-    n = len(views)
+    n = len(structure.views)
     if config.max_messages is None or n <= config.max_messages:
         return 0
-    opener = current_turn(views).opener
+    opener = structure.turn.opener
     return 0 if opener is None else min(max(0, n - config.min_messages), opener)

@@ -58,14 +58,17 @@ def test_the_driver_calls_each_stage_once_in_pipeline_order() -> None:
 
 def test_prepare_repairs_appends_or_reads_edits_plans_then_writes_the_note() -> None:
     prepare = REDUCING / "prepare.py"
-    order = ["repair", "append", "read_records", "edit_messages", "_pinned_plan", "turn_note"]
+    order = [
+        "repair", "append", "read_records", "edit_structure", "_pinned_plan", "note_structure"
+    ]
     called = [name for name in _calls(_function(prepare, "prepare")) if name in order]
     assert called == order
     imported = _imported_from(prepare)
     assert imported["repair"] == "repair"
     assert imported["append"] == "append"
     assert imported["read_records"] == "read.chat"
-    assert imported["turn_note"] == "_note"
+    assert imported["edit_structure"] == "edit"
+    assert imported["note_structure"] == "_note"
 
 
 def test_repair_reads_the_records_before_it_reads_their_structure() -> None:

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from .._note import turn_note
+from .._note import note_structure
 from .._structure import Structure, structure_of
 from ..config import ReducerConfig
-from ..edit import ContextEdit, edit_messages
+from ..edit import ContextEdit, edit_structure
 from ..hooks import namespace_key
 from ..plan import CURRENT_TURN, Plan
 from ..plan.rules import plan_structure
@@ -76,8 +76,8 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
     edits: tuple[ContextEdit, ...] = ()
     editing = bool(config.context_edits) or (config.turn_ladder and config.token_mode)
     if editing:
-        outcome = edit_messages(
-            messages, views, counts, budget, reducer._count_one, reducer._part_counter()
+        outcome = edit_structure(
+            messages, structure, counts, budget, reducer._count_one, reducer._part_counter()
         )
         messages, counts, edits = outcome.messages, outcome.counts, outcome.edits
         if config.token_mode and counts is not None:
@@ -88,7 +88,7 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
     plan = reducer._anchored(plan, messages, structure, counts, budget, [],
                              reducer._reserve(), namespace, remember=True)
     if editing:
-        note = turn_note(messages, views, plan.turn, plan.dropped_steps, config)
+        note = note_structure(messages, structure, plan.dropped_steps, config)
         if note is not None:  # the turn ladder's last rung: one note for the dropped steps
             plan = reducer._noted(plan, note, counts, namespace)
     return Prepared(messages, plan, (views, counts), edits, added)
