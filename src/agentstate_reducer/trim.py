@@ -117,7 +117,9 @@ class _Views(dict[int, MessageRecord]):
     """Message views by index (``0 <= index < len(messages)``), each read once, on demand.
 
     A dict, so a view read already is looked up at C level (the links and the tool
-    pairs ask for every kept view); ``len`` is the number of messages.
+    pairs ask for every kept view); ``len`` is the number of messages. Trimming reads a
+    view's role, calls, answers and group only: the counter may leave a plain text
+    message's view as its role alone (``read.chat.PLAIN_VIEWS``).
     """
 
     def __init__(self, messages: list[Any]) -> None:
@@ -132,7 +134,7 @@ class _Views(dict[int, MessageRecord]):
         return view
 
     def remember(self, index: int, view: MessageRecord) -> None:
-        """Keep a view read elsewhere (by the counter), equal to what ``read_message`` gives."""
+        """Keep a view read elsewhere (by the counter): ``read_message``'s record."""
         self[index] = view
 
 

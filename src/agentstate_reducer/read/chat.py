@@ -43,6 +43,9 @@ from .walk import _field_calls, _Walk
 
 __all__ = (
     "Records",
+    "PLAIN_VIEWS",
+    "Billed",
+    "fast_biller",
     "fast_reader",
     "read_message",
     "read_messages",
@@ -352,6 +355,85 @@ def _read_langchain_ai(message: Any) -> MessageRecord | None:
             pass
     return _read_pydantic(message)
 
+
+
+# A loop that only counts and links (tokens.count_back for trim_messages) needs no more of
+# a plain text message than its role and its text: fast_biller gives those of LangChain's
+# plain text messages without building their record, after the same checks as the readers
+# above (held to them by tests/unit/read/test_fast_biller.py); any other message gets the
+# reader's answer.
+
+#: Per role, the view of a message that issues, answers and groups nothing: its role
+#: alone (what linking and grouping read of it), shared.
+PLAIN_VIEWS: dict[str, MessageRecord] = {
+    role: MessageRecord(role, None, _EMPTY, _EMPTY, None, NO_EXTRAS)
+    for role in sorted(set(_ALIASES.values()))
+}
+_PLAIN_AI = PLAIN_VIEWS[AI]
+
+#: What :func:`fast_biller`'s functions give: a record, ``(plain view, text)``, or ``None``.
+Billed = MessageRecord | tuple[MessageRecord, str | None] | None
+
+
+def fast_biller(cls: type) -> Callable[[Any], Billed]:
+    """:func:`fast_reader` for a loop that only counts and links: the same function, except
+    that a plain text message of LangChain's (a human, system or ai message issuing no
+    call, with no name and nothing in ``additional_kwargs``) gives ``(view, text)``:
+    :data:`PLAIN_VIEWS` of its record's role and its record's text, without the record."""
+    read = fast_reader(cls)
+    return _BILLERS.get(read, read)
+
+
+def _bill_langchain_text(message: Any) -> Billed:
+    """:func:`_read_langchain_text`, a hit given as ``(view, text)``."""
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict and not message.__pydantic_extra__:
+        try:
+            content, raw, ident = fields["content"], fields["type"], fields["id"]
+            if (
+                type(content) is str
+                and type(raw) is str
+                and (ident is None or type(ident) is str)
+                and fields["name"] is None
+                and not fields["additional_kwargs"]
+                and len(fields) == _TEXT_FIELDS
+                and "response_metadata" in fields
+            ):
+                return PLAIN_VIEWS[_ALIASES[raw]], content or None
+        except KeyError:
+            pass
+    return _read_langchain_text(message)
+
+
+def _bill_langchain_ai(message: Any) -> Billed:
+    """:func:`_read_langchain_ai`, a hit issuing no call given as ``(view, text)``."""
+    fields = getattr(message, "__dict__", None)
+    if type(fields) is dict and not message.__pydantic_extra__:
+        try:
+            content, raw, ident = fields["content"], fields["type"], fields["id"]
+            if (
+                not fields["tool_calls"]
+                and type(content) is str
+                and type(raw) is str
+                and raw == "ai"
+                and (ident is None or type(ident) is str)
+                and fields["name"] is None
+                and not fields["additional_kwargs"]
+                and not fields["invalid_tool_calls"]
+                and len(fields) == _AI_FIELDS
+                and "response_metadata" in fields
+                and "usage_metadata" in fields
+            ):
+                return _PLAIN_AI, content or None
+        except KeyError:
+            pass
+    return _read_langchain_ai(message)
+
+
+_BILLERS: dict[Callable[[Any], MessageRecord | None], Callable[[Any], Billed]] = {
+    _read_langchain_text: _bill_langchain_text,
+    _read_langchain_ai: _bill_langchain_ai,
+}
 
 def _read_fields(get: Callable[[str], Any], raw: object) -> MessageRecord | None:
     """The fast path of the fields ``get`` reads (an object's, or a LangChain dict's)."""

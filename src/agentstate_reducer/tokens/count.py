@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import islice
-from typing import Any
+from typing import Any, cast
 
 from ..read import (
     AI,
@@ -24,7 +24,7 @@ from ..read import (
     read_message,
     too_deep_among,
 )
-from ..read.chat import fast_reader
+from ..read.chat import Billed, fast_biller
 from .heuristic import _approximate_o200k
 from .memo import TextMemo
 
@@ -130,11 +130,13 @@ def count_back(
     """The longest run ``messages[lo:stop]`` (``lo >= first``) whose counts keep ``used``
     within ``budget``, each message read and counted once, from ``stop - 1`` down.
 
-    Returns ``(lo, used + the run's counts, records)``: ``records[k]`` is the record of
-    ``messages[stop - 1 - k]``, one more than the run when a message did not fit. Equal to
-    :func:`read_counted` of each message in turn, adding while ``used + count <= budget``;
-    ``None`` for a counter that is not built in. Errors name the index, as
-    :func:`read_counted`'s do.
+    Returns ``(lo, used + the run's counts, views)``: ``views[k]`` is the record of
+    ``messages[stop - 1 - k]``, one more than the run when a message did not fit; for a
+    plain text message the reader gives without its record (see
+    :func:`~agentstate_reducer.read.chat.fast_biller`), the shared view of its role alone,
+    which links and groups as its record does. Equal to :func:`read_counted` of each
+    message in turn, adding while ``used + count <= budget``; ``None`` for a counter that
+    is not built in. Errors name the index, as :func:`read_counted`'s do.
     """
     text_tokens = _text_counter(counter)
     if text_tokens is None:
@@ -152,11 +154,22 @@ def count_back(
     try:
         for message in islice(reversed(messages), n - stop, n - first):
             try:
-                record = readers[type(message)](message)
+                got = readers[type(message)](message)
             except Exception:  # read again by read_message, which names the field
-                record = None
-            if record is None:
-                record = read_message(message, lo - 1)
+                got = None
+            if type(got) is tuple:  # a plain text message: its view and its text
+                view, text = cast("tuple[MessageRecord, str | None]", got)
+                keep(view)
+                role = view[0]
+                cost = _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
+                if text is not None:
+                    cost += look(text) or text_tokens(text)
+                if used + cost > budget:
+                    break
+                used += cost
+                lo -= 1
+                continue
+            record = read_message(message, lo - 1) if got is None else cast(MessageRecord, got)
             keep(record)
             role, _, _, answers, text, extras = record
             cost = _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
@@ -189,11 +202,11 @@ def count_back(
     return lo, used, records
 
 
-class _Readers(dict[type, Callable[[Any], "MessageRecord | None"]]):
-    """The reader's fast path of each class met, found on first sight."""
+class _Readers(dict[type, Callable[[Any], Billed]]):
+    """The reader's fast path for counting of each class met, found on first sight."""
 
-    def __missing__(self, cls: type) -> Callable[[Any], MessageRecord | None]:
-        read = self[cls] = fast_reader(cls)
+    def __missing__(self, cls: type) -> Callable[[Any], Billed]:
+        read = self[cls] = fast_biller(cls)
         return read
 
 

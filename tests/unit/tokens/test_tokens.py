@@ -34,6 +34,8 @@ from agentstate_reducer import (
     resolve_token_counter,
     tokens,
 )
+from agentstate_reducer.read import AI, HUMAN, NO_EXTRAS, read_message
+from agentstate_reducer.read.chat import PLAIN_VIEWS
 from agentstate_reducer.tokens import (
     CL100K_BASE_SHA256,
     MEDIA_TOKENS,
@@ -741,8 +743,33 @@ def test_count_back_reads_and_counts_each_message_as_read_counted_does(
                 break
             total += read[1]
             lo -= 1
-        assert count_back(history, stop, first, used, budget, counter) == (lo, total, records)
+        got = count_back(history, stop, first, used, budget, counter)
+        assert got is not None and got[:2] == (lo, total) and len(got[2]) == len(records)
+        for view, record in zip(got[2], records, strict=True):
+            # A plain text message's view is its role alone: the record's links and group.
+            assert view == record or (
+                view is PLAIN_VIEWS[record.role]
+                and (record.calls, record.answers, record.extras) == ((), (), NO_EXTRAS)
+            )
     assert count_back(history, stop, first, used, budget, lambda m: 1) is None
+
+
+def test_count_back_gives_a_plain_langchain_message_its_roles_view() -> None:
+    history = [
+        HumanMessage(content="q", id="h"),
+        AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": "c"}]),
+        ToolMessage(content="r", tool_call_id="c"),
+        AIMessage(content="a", id="a"),
+        {"role": "user", "content": "a dict keeps its record"},
+    ]
+    got = count_back(history, 5, 0, 0, 10**6, approximate_token_count)
+    assert got is not None
+    lo, total, views = got
+    assert lo == 0 and total == sum(map(approximate_token_count, history))
+    # From the end: the dict, the plain ai message, the tool result, the call, the question.
+    assert views[0] == read_message(history[4]) and views[1] is PLAIN_VIEWS[AI]
+    assert views[2] == read_message(history[2]) and views[3] == read_message(history[1])
+    assert views[4] is PLAIN_VIEWS[HUMAN]
 
 
 def test_count_back_names_the_index_of_an_unreadable_message() -> None:
