@@ -141,6 +141,7 @@ def _read_all(messages: list[Any]) -> Records:
     link = linking.append
     grouped = False
     followed = True  # whether linking and grouped hold
+    first, parts = _dispatch()
     new, alias, record, empty = _new_record, _ALIASES.get, MessageRecord, _EMPTY
     readers: dict[type, Callable[[Any], MessageRecord | None]] = {}
     for i, m in enumerate(messages):
@@ -181,7 +182,14 @@ def _read_all(messages: list[Any]) -> Records:
                                 append(new(record, calling))
                                 link(i)
                                 continue
-            read = _read_dict(m) or _read(m, i)
+                if content is None and "parts" in m:  # _read_dict leaves it to the shapes
+                    read = parts(m, i) or _read(m, i)
+                else:
+                    read = _read_dict(m) or _read(m, i)
+            elif raw is None and not (type(kind := m.get("type")) is str and kind in _ALIASES):
+                read = first(m, i) or _read(m, i)  # _read_dict declines it: no role nor type
+            else:
+                read = _read_dict(m) or _read(m, i)
             append(read)
             if read[2] or read[3]:  # it issues or answers calls
                 link(i)
@@ -197,6 +205,27 @@ def _read_all(messages: list[Any]) -> Records:
     if not followed:
         return Records(out, None, None)
     return Records(out, linking, grouped)
+
+
+def _no_shape(message: object, index: int) -> None:
+    return None
+
+
+def _dispatch() -> tuple[Callable[[Any, int], MessageRecord | None], ...]:
+    """The shape readers :func:`_read` asks first of a dict :func:`_read_dict` declines:
+    of one with no role and no LangChain type, the first dict shape; of one with a role
+    and ``parts`` (and no content), the Gemini shape when only Responses comes before it
+    (which declines every dict with a role)."""
+    shapes = _DICT_SHAPES
+    first: Callable[[Any, int], MessageRecord | None] = shapes[0].read if shapes else _no_shape
+    parts: Callable[[Any, int], MessageRecord | None] = _no_shape
+    for shape in shapes:
+        if shape.name == "gemini":
+            parts = shape.read
+            break
+        if shape.name != "openai-responses":
+            break
+    return first, parts
 
 
 # The one fast path (_read_dict for a dict, _read_object for anything else): the record of a

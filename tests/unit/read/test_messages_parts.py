@@ -610,6 +610,13 @@ _INLINE = (
     {"role": "tool", "content": "r", "tool_call_id": "c1"},
     {"role": "assistant", "content": None, "tool_calls": [_openai_call("c1")]},
     {"role": "assistant", "content": "t", "tool_calls": [_openai_call("c1")]},
+    # and what it hands to a shape's reader at once: Gemini contents, Responses items
+    {"role": "model", "parts": [{"text": "a"}]},
+    {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"r": 1}}}]},
+    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "r"},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]},
+    {"type": "human", "content": "q"},
 )
 #: Odd values for their fields, and for their calls.
 _ODD = ("", None, 7, [1], "Tool")
@@ -618,7 +625,8 @@ _ODD_CALLS = (
     [{"id": "c1", "function": "f"}], [{"id": "c1", "name": "f", "args": {}}],
     [_openai_call("c1"), _openai_call("c2")], "c1",
 )
-_KEYS = ("id", "parts", "name", "tool_call_id", "tool_calls", "content", "function_call")
+_KEYS = ("id", "parts", "name", "tool_call_id", "tool_calls", "content", "function_call",
+         "role", "type", "data")
 
 
 def _bent(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -652,9 +660,10 @@ def _one_by_one(messages: list[Any]) -> Any:
 
 
 def test_the_dicts_read_inline_read_as_read_message_reads_them() -> None:
-    """read_messages reads the commonest dicts inline: each of them bent once or twice
-    every way (a key dropped, a field given an odd value) reads as read_message reads it,
-    alone and in one list."""
+    """read_messages reads the commonest dicts inline and hands Gemini contents and
+    Responses items to their shape's reader at once: each of them bent once or twice every
+    way (a key dropped, a field given an odd value) reads as read_message reads it, alone
+    and in one list."""
     readable = []
     for message in _near_inline():
         try:
