@@ -11,7 +11,7 @@ such message: a human message typed while the agent is still working joins the t
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import add, attrgetter
@@ -265,7 +265,8 @@ Results = dict[int, list[tuple[int, str]]]
 
 
 def link_calls(
-    views: Views, start: int = 0, stop: int | None = None, *, results: bool = False
+    views: Views, start: int = 0, stop: int | None = None, *, results: bool = False,
+    linking: Sequence[int] | None = None,
 ) -> tuple[Parents, Results]:
     """Link tool results to their calls: the one linker the plan and ``trim`` share.
 
@@ -274,7 +275,9 @@ def link_calls(
     its ``answers``, looked up before ``start`` too. With ``results``, ``results[i]``
     lists ``(j, id)`` answering calls of each issuer ``i`` in the run, scanning on past
     ``stop`` until each call is answered or issued again; else it is empty. Only the
-    run and what those scans reach is read, so ``views`` may read lazily.
+    run and what those scans reach is read, so ``views`` may read lazily. ``linking``,
+    when the caller knows it: the indices in the run of every message issuing or
+    answering calls, ascending (only those are read in the run).
     """
     n = len(views)
     stop = n if stop is None else stop
@@ -282,7 +285,7 @@ def link_calls(
     parents: Parents = [None] * n
     found: Results = {}
     unresolved: dict[str, list[int]] = {}
-    if not start and not results:  # the plan's case: one pass, nothing else to record
+    if not start and not results and linking is None:  # the plan's case: one pass
         for j in range(stop):
             view = views[j]
             if view.answers:
@@ -292,11 +295,17 @@ def link_calls(
         return parents, found
     get = issued.get
     run = range(start, stop)
-    viewed = list(map(views.__getitem__, run))
-    # Only the messages issuing or answering calls, picked at C level (``calls + answers``
-    # is a tuple made only when both are non-empty).
-    linking = map(add, map(_calls, viewed), map(_answers, viewed))
-    for j, view in compress(zip(run, viewed, strict=True), linking):
+    if linking is None:
+        viewed = list(map(views.__getitem__, run))
+        # Only the messages issuing or answering calls, picked at C level (``calls +
+        # answers`` is a tuple made only when both are non-empty).
+        linked = map(add, map(_calls, viewed), map(_answers, viewed))
+        picked: Iterable[tuple[int, MessageRecord]] = compress(
+            zip(run, viewed, strict=True), linked
+        )
+    else:
+        picked = zip(linking, map(views.__getitem__, linking), strict=True)
+    for j, view in picked:
         answers = view.answers
         if len(answers) == 1:  # a tool message: as below, for one answer
             call = answers[0]

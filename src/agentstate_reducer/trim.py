@@ -17,6 +17,7 @@ import inspect
 import math
 import types
 import typing
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import chain, compress
 from operator import itemgetter
@@ -159,6 +160,9 @@ class _Sizer:
         else:
             self.per_message = resolve_token_counter(token_counter)
         self._counts: dict[int, float] = {}
+        #: The indices issuing or answering calls among those :meth:`back` read with a
+        #: built-in counter, ascending; ``None`` when it did not.
+        self._linking: list[int] | None = None
 
     def one(self, index: int) -> float:
         """The per-message count of ``messages[index]`` (per-message counters only)."""
@@ -181,9 +185,12 @@ class _Sizer:
         """``(lo, used)``: the longest run ``[lo, stop)``, ``lo >= first``, whose counts keep
         ``used`` within ``budget``, counted from the end (per-message counters only)."""
         assert self.per_message is not None
-        run = count_back(self._messages, stop, first, used, budget, self.per_message)
+        linking: list[int] = []
+        run = count_back(self._messages, stop, first, used, budget, self.per_message, linking)
         if run is not None:  # a built-in counter: read and counted in one loop
             lo, used, records = run
+            linking.reverse()
+            self._linking = linking
             at = range(stop - 1, stop - 1 - len(records), -1)
             self._views.update(zip(at, records, strict=True))
             return lo, used
@@ -195,6 +202,14 @@ class _Sizer:
             used += cost
             lo -= 1
         return lo, used
+
+    def linking(self, lo: int, hi: int) -> list[int] | None:
+        """The indices in ``[lo, hi)`` of the messages issuing or answering calls, ascending,
+        when :meth:`back` read the run and noted them; else ``None``."""
+        found = self._linking
+        if found is None:
+            return None
+        return found[bisect_left(found, lo) : bisect_left(found, hi)]
 
     def cost(self, candidate: list[Any]) -> float:
         """The list counter's count of a whole candidate list (list counters only)."""
@@ -716,7 +731,8 @@ def _select(
                 lo += 1
         if not keep_tool_pairs or lo == hi:
             return items, head, range(lo, hi), frozenset()
-        parents, results = link_calls(views, lo, hi, results=True)
+        linking = sizer.linking(lo, hi)  # the run was read by back(), or by _first
+        parents, results = link_calls(views, lo, hi, results=True, linking=linking)
         units = _units_around(views, len(items), lo, hi)
         if _closed(lo, hi, parents, results, units):
             return items, head, range(lo, hi), frozenset()

@@ -42,6 +42,7 @@ from agentstate_reducer import (
     trim_messages,
 )
 from agentstate_reducer.read import (
+    MessageRecord,
     message_content,
     message_id,
     read_message,
@@ -957,3 +958,45 @@ def test_trim_selection_takes_the_options_of_trim_messages_with_their_defaults()
         return list(inspect.signature(fn).parameters.values())[1:]  # after ``messages``
 
     assert options(trim_selection) == options(trim_messages)
+
+
+_link_ids = st.lists(st.sampled_from("abc"), max_size=2, unique=True).map(tuple)
+_link_views = st.lists(
+    st.one_of(
+        st.builds(lambda c: MessageRecord("ai", None, c, ()), _link_ids),
+        st.builds(lambda a: MessageRecord("tool", None, (), a), _link_ids),
+        st.just(MessageRecord("human", None, (), ())),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_link_views, st.data())
+def test_link_calls_told_which_messages_link_agrees_with_finding_them(
+    views: list[MessageRecord], data: st.DataObject
+) -> None:
+    # What trim hands link_calls from count_back: the run's messages that issue or answer.
+    from agentstate_reducer.plan import link_calls
+
+    start = data.draw(st.integers(0, len(views)))
+    stop = data.draw(st.integers(start, len(views)))
+    linking = [j for j in range(start, stop) if views[j].calls or views[j].answers]
+    for found in (True, False):
+        assert link_calls(views, start, stop, results=found, linking=linking) == link_calls(
+            views, start, stop, results=found
+        )
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=histories(), budget=st.integers(0, 3_000))
+def test_trim_counting_back_notes_the_messages_that_link(history: list[Any], budget: int) -> None:
+    from agentstate_reducer.trim import _Sizer, _Views
+
+    views = _Views(history)
+    sizer = _Sizer(history, views, "approximate")
+    lo, _ = sizer.back(len(history), 0, 0, budget)
+    for a in range(lo, len(history) + 1):
+        for b in range(a, len(history) + 1):
+            linking = sizer.linking(a, b)
+            assert linking == [j for j in range(a, b) if views[j].calls or views[j].answers]

@@ -125,7 +125,7 @@ def read_counted(
 
 def count_back(
     messages: Sequence[Any], stop: int, first: int, used: float, budget: float,
-    counter: TokenCounter,
+    counter: TokenCounter, linking: list[int] | None = None,
 ) -> tuple[int, float, list[MessageRecord]] | None:
     """The longest run ``messages[lo:stop]`` (``lo >= first``) whose counts keep ``used``
     within ``budget``, each message read and counted once, from ``stop - 1`` down.
@@ -136,7 +136,9 @@ def count_back(
     :func:`~agentstate_reducer.read.chat.fast_biller`), the shared view of its role alone,
     which links and groups as its record does. Equal to :func:`read_counted` of each
     message in turn, adding while ``used + count <= budget``; ``None`` for a counter that
-    is not built in. Errors name the index, as :func:`read_counted`'s do.
+    is not built in. Errors name the index, as :func:`read_counted`'s do. ``linking``,
+    when given, gets the index of each message read that issues or answers calls
+    appended, from ``stop - 1`` down.
     """
     text_tokens = _text_counter(counter)
     if text_tokens is None:
@@ -146,6 +148,7 @@ def count_back(
     look = (text_tokens.known if isinstance(text_tokens, TextMemo) else {}).get
     records: list[MessageRecord] = []
     keep = records.append
+    mark = ([] if linking is None else linking).append
     roles = _KNOWN_ROLES
     readers = _Readers()
     n = len(messages)
@@ -171,7 +174,9 @@ def count_back(
                 continue
             record = read_message(message, lo - 1) if got is None else cast(MessageRecord, got)
             keep(record)
-            role, _, _, answers, text, extras = record
+            role, _, issues, answers, text, extras = record
+            if issues or answers:
+                mark(lo - 1)
             cost = _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
             if text is not None:
                 cost += look(text) or text_tokens(text)

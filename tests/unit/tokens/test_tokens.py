@@ -743,8 +743,11 @@ def test_count_back_reads_and_counts_each_message_as_read_counted_does(
                 break
             total += read[1]
             lo -= 1
-        got = count_back(history, stop, first, used, budget, counter)
+        linking: list[int] = []
+        got = count_back(history, stop, first, used, budget, counter, linking)
         assert got is not None and got[:2] == (lo, total) and len(got[2]) == len(records)
+        at = range(stop - 1, stop - 1 - len(records), -1)
+        assert linking == [i for i, r in zip(at, records, strict=True) if r.calls or r.answers]
         for view, record in zip(got[2], records, strict=True):
             # A plain text message's view is its role alone: the record's links and group.
             assert view == record or (
