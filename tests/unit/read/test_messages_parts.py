@@ -610,7 +610,9 @@ _INLINE = (
     {"role": "tool", "content": "r", "tool_call_id": "c1"},
     {"role": "assistant", "content": None, "tool_calls": [_openai_call("c1")]},
     {"role": "assistant", "content": "t", "tool_calls": [_openai_call("c1")]},
-    # and what it hands to a shape's reader at once: Gemini contents, Responses items
+)
+#: What it hands to a shape's reader at once: Gemini contents, Responses items.
+_DISPATCHED = (
     {"role": "model", "parts": [{"text": "a"}]},
     {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"r": 1}}}]},
     {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
@@ -641,14 +643,16 @@ def _bent(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _near_inline() -> list[dict[str, Any]]:
-    """Each inline shape with and without an id, bent once and twice every way."""
+    """Each inline shape with and without an id, bent once and twice every way; each
+    dispatched one bent once."""
     out = []
-    for base in _INLINE:
+    for base in _INLINE + _DISPATCHED:
         for message in (base, {**base, "id": "m1"}):
             out.append(message)
             for once in _bent(message):
                 out.append(once)
-                out.extend(_bent(once))
+                if base in _INLINE:
+                    out.extend(_bent(once))
     return out
 
 
