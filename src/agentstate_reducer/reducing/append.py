@@ -118,7 +118,7 @@ def append(
     kept = _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
                   settled, ids, named, classes)
     reducer._keep(kept)
-    reducer._planned(kept, before, namespace, budget, plan)
+    reducer._planned(kept, before, budget, plan)
     return plan
 
 

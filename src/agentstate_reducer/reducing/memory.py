@@ -55,7 +55,6 @@ class _Planned(NamedTuple):
 
     #: The settled state of the history it appended to.
     before: Settled
-    namespace: Any
     #: The budget it planned with (after learning the usage its new messages report).
     budget: Any
     plan: Plan
@@ -69,30 +68,29 @@ class _Remembering(_Counting):
     #: The latest append planned (:meth:`_planned`), or ``None``.
     _last_append: _Planned | None = None
 
-    def _planned(
-        self, chain: _Chain, before: Settled, namespace: Any, budget: Any, plan: Plan
-    ) -> None:
+    def _planned(self, chain: _Chain, before: Settled, budget: Any, plan: Plan) -> None:
         """Keep ``chain``, remembered for the list returned with ``plan`` by an append
         onto the history settled as ``before``, to replay that append (:meth:`_replayed`)."""
-        self._last_append = _Planned(before, namespace, budget, plan, chain)
+        self._last_append = _Planned(before, budget, plan, chain)
 
     def _replayed(self, chain: _Chain, messages: list[Any], namespace: Any) -> Plan | None:
         """The plan of the latest append again, when ``messages`` is that append once more:
         a chain of the same settled history matched, followed by the same new objects,
-        unchanged since (their top-level fields against the prints then taken), under
-        the same namespace and budget; the list is remembered as that append's was.
-        Else ``None``.
+        unchanged since (their top-level fields against the prints then taken), with
+        the same budget; the list is remembered as that append's was. Else ``None``.
 
         LangGraph merges each reply twice: the conditional edge reads the state with the
         node's update applied, then the update is applied, both times onto the same list.
         The plan is a function of the settled history, the new messages' records and
-        counts and the budget, all unchanged; their usage was learned the first time.
+        counts and the budget, all unchanged; their usage was learned the first time (an
+        ai message is learned from once, whatever the namespace). The namespace counts
+        only through the budget it calibrates: a run's is a new tuple on every merge.
         """
         last = self._last_append
         if last is None or last.before is not chain.settled:
             return None
         kept, size, n = last.kept, chain.size, len(messages)
-        if kept.size != n or n <= size or last.namespace is not namespace:
+        if kept.size != n or n <= size:
             return None
         new, held = messages[size:], kept.snapshot
         if size and (messages[0] is not held[0] or messages[size - 1] is not held[size - 1]):

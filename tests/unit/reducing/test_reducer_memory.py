@@ -230,8 +230,9 @@ def test_the_same_append_twice_is_planned_once(shape: str, monkeypatch: pytest.M
 
     monkeypatch.setattr(append_module, "plan_append", counting)
     new = [history[11]]
-    first = reducer.reduce(existing=state, new=new)
-    second = reducer.reduce(existing=state, new=new)
+    # A run's namespace, as the graph's merge gives it: a new tuple each time.
+    first = reducer.reduce(existing=state, new=new, namespace=tuple(["memories", "t1"]))
+    second = reducer.reduce(existing=state, new=new, namespace=tuple(["memories", "t1"]))
     assert len(planned) == 1
     assert second.surviving == first.surviving == [*state, *new]
     assert second.surviving is not first.surviving and second.pruned == []
@@ -259,3 +260,28 @@ def test_an_edit_in_place_between_the_same_append_twice_is_recounted(
     fresh = MessageReducer(config=config).reduce(existing=[*state, *new])
     assert fresh.pruned and second.pruned == fresh.pruned
     assert second.surviving == fresh.surviving
+
+
+def test_the_same_append_under_another_budget_is_planned_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The replay holds only for the budget the first append planned with: a calibration
+    learned in between (here of the namespace) plans the append again."""
+    from agentstate_reducer.reducing import append as append_module
+
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**5, token_counter=_tokens))
+    history = _history(6)
+    state = reducer.reduce(existing=history[:11]).surviving
+    planned: list[int] = []
+    plan_append = append_module.plan_append
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        planned.append(1)
+        return plan_append(*args, **kwargs)
+
+    monkeypatch.setattr(append_module, "plan_append", counting)
+    new = [history[11]]
+    reducer.reduce(existing=state, new=new, namespace="a")
+    reducer.calibration("a").observe(1000, 1500)
+    again = reducer.reduce(existing=state, new=new, namespace="a")
+    assert len(planned) == 2 and again.surviving == [*state, *new]
