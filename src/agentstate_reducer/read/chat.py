@@ -400,15 +400,25 @@ PLAIN_VIEWS: dict[str, MessageRecord] = {
 }
 _PLAIN_AI = PLAIN_VIEWS[AI]
 
-#: What :func:`fast_biller`'s functions give: a record, ``(plain view, text)``, or ``None``.
-Billed = MessageRecord | tuple[MessageRecord, str | None] | None
+#: What :func:`fast_biller`'s functions give: a record, ``(plain view, text)``, ``(view,
+#: text, call name, call arguments)``, or ``None``.
+Billed = (
+    MessageRecord
+    | tuple[MessageRecord, str | None]
+    | tuple[MessageRecord, str | None, str, object]
+    | None
+)
 
 
 def fast_biller(cls: type) -> Callable[[Any], Billed]:
     """:func:`fast_reader` for a loop that only counts and links: the same function, except
     that a plain text message of LangChain's (a human, system or ai message issuing no
     call, with no name and nothing in ``additional_kwargs``) gives ``(view, text)``:
-    :data:`PLAIN_VIEWS` of its record's role and its record's text, without the record."""
+    :data:`PLAIN_VIEWS` of its record's role and its record's text, without the record;
+    and such an ai message issuing one call gives ``(view, text, name, args)``: a view of
+    its role and call id alone (``MessageRecord(AI, None, (id,), (), None, NO_EXTRAS)``,
+    which links and groups as the record does), its text, and the call's name and
+    arguments as the record bills them (``args_text`` makes them JSON)."""
     read = fast_reader(cls)
     return _BILLERS.get(read, read)
 
@@ -435,14 +445,16 @@ def _bill_langchain_text(message: Any) -> Billed:
 
 
 def _bill_langchain_ai(message: Any) -> Billed:
-    """:func:`_read_langchain_ai`, a hit issuing no call given as ``(view, text)``."""
+    """:func:`_read_langchain_ai`, a hit given as ``(view, text)`` or ``(view, text, name,
+    args)``."""
     fields = getattr(message, "__dict__", None)
     if type(fields) is dict and not message.__pydantic_extra__:
         try:
-            content, raw, ident = fields["content"], fields["type"], fields["id"]
+            content, raw, ident, found = (
+                fields["content"], fields["type"], fields["id"], fields["tool_calls"]
+            )
             if (
-                not fields["tool_calls"]
-                and type(content) is str
+                type(content) is str
                 and type(raw) is str
                 and raw == "ai"
                 and (ident is None or type(ident) is str)
@@ -453,7 +465,16 @@ def _bill_langchain_ai(message: Any) -> Billed:
                 and "response_metadata" in fields
                 and "usage_metadata" in fields
             ):
-                return _PLAIN_AI, content or None
+                if not found:
+                    return _PLAIN_AI, content or None
+                call = found[0] if type(found) is list and len(found) == 1 else None
+                if type(call) is dict and call.get("function") is None:
+                    cid, name = call.get("id"), call.get("name")
+                    if type(cid) is str and cid and type(name) is str:
+                        view = (AI, None, (cid,), _EMPTY, None, NO_EXTRAS)
+                        return _new_record(MessageRecord, view), content or None, name, call.get(
+                            "args"
+                        )
         except KeyError:
             pass
     return _read_langchain_ai(message)

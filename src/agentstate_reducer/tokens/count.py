@@ -132,9 +132,9 @@ def count_back(
 
     Returns ``(lo, used + the run's counts, views)``: ``views[k]`` is the record of
     ``messages[stop - 1 - k]``, one more than the run when a message did not fit; for a
-    plain text message the reader gives without its record (see
-    :func:`~agentstate_reducer.read.chat.fast_biller`), the shared view of its role alone,
-    which links and groups as its record does. Equal to :func:`read_counted` of each
+    message the reader gives without its record (see
+    :func:`~agentstate_reducer.read.chat.fast_biller`), a view of its role and links
+    alone, which links and groups as its record does. Equal to :func:`read_counted` of each
     message in turn, adding while ``used + count <= budget``; ``None`` for a counter that
     is not built in. Errors name the index, as :func:`read_counted`'s do. ``linking``,
     when given, gets the index of each message read that issues or answers calls
@@ -160,11 +160,19 @@ def count_back(
                 got = readers[type(message)](message)
             except Exception:  # read again by read_message, which names the field
                 got = None
-            if type(got) is tuple:  # a plain text message: its view and its text
-                view, text = cast("tuple[MessageRecord, str | None]", got)
+            if type(got) is tuple:  # a plain text message, or one issuing a call: its view
+                if len(got) == 2:  # and its text
+                    view, text = got
+                    cost = 0
+                else:  # its text and its one call's name and arguments, billed as a record's
+                    view, text, tool, args = cast("tuple[MessageRecord, str | None, str, Any]", got)
+                    args = args_text(args)
+                    cost = _TOOL_CALL_TOKENS + (look(tool) or text_tokens(tool))
+                    cost += look(args) or text_tokens(args)
+                    mark(lo - 1)
                 keep(view)
                 role = view[0]
-                cost = _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
+                cost += _FRAME_TOKENS + 1 if role in roles else _FRAME_TOKENS + text_tokens(role)
                 if text is not None:
                     cost += look(text) or text_tokens(text)
                 if used + cost > budget:

@@ -10,19 +10,35 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from agentstate_reducer.read import NO_EXTRAS, read_message
+from agentstate_reducer.read import (
+    AI,
+    CHAT,
+    GROUP_NONE,
+    NO_EXTRAS,
+    Extras,
+    MessageRecord,
+    read_message,
+    record_group,
+)
 from agentstate_reducer.read.chat import PLAIN_VIEWS, fast_biller, fast_reader
 
 
 def _agrees(message: Any) -> None:
     billed = fast_biller(type(message))(message)
     record = fast_reader(type(message))(message)
-    if type(billed) is tuple:
+    if type(billed) is tuple and len(billed) == 2:
         view, text = billed
         assert record is not None and record == read_message(message)
         assert (record.calls, record.answers, record.extras) == ((), (), NO_EXTRAS)
         assert view is PLAIN_VIEWS[record.role] and text == record.text
         assert (view.calls, view.answers, view.extras) == ((), (), NO_EXTRAS)
+    elif type(billed) is tuple:
+        view, text, name, args = billed
+        assert record is not None and record == read_message(message)
+        assert record.extras == Extras(None, (), ((name, args),), None, (), 0, (), CHAT)
+        assert record_group(record) == GROUP_NONE and record.answers == ()
+        assert view == MessageRecord(AI, None, record.calls, (), None, NO_EXTRAS)
+        assert text == record.text and len(record.calls) == 1
     else:
         assert billed == record
 
@@ -72,8 +88,11 @@ def test_the_biller_gives_plain_text_messages_without_their_record() -> None:
     assert fast_biller(HumanMessage)(human) == (PLAIN_VIEWS["human"], "hi")
     assert fast_biller(SystemMessage)(system) == (PLAIN_VIEWS["system"], None)
     assert fast_biller(AIMessage)(AIMessage(content="ok")) == (PLAIN_VIEWS["ai"], "ok")
-    call = AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": "c"}])
-    assert fast_biller(AIMessage)(call) == read_message(call)
+    call = AIMessage(content="", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c"}])
+    view = MessageRecord(AI, None, ("c",), (), None, NO_EXTRAS)
+    assert fast_biller(AIMessage)(call) == (view, None, "f", {"q": 1})
+    two = AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": c} for c in "ab"])
+    assert fast_biller(AIMessage)(two) == read_message(two)
     tool = ToolMessage(content="r", tool_call_id="c")
     assert fast_biller(ToolMessage)(tool) == read_message(tool)
     assert fast_biller(dict) is fast_reader(dict)

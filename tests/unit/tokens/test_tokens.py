@@ -34,7 +34,14 @@ from agentstate_reducer import (
     resolve_token_counter,
     tokens,
 )
-from agentstate_reducer.read import AI, HUMAN, NO_EXTRAS, read_message
+from agentstate_reducer.read import (
+    AI,
+    GROUP_NONE,
+    HUMAN,
+    MessageRecord,
+    read_message,
+    record_group,
+)
 from agentstate_reducer.read.chat import PLAIN_VIEWS
 from agentstate_reducer.tokens import (
     CL100K_BASE_SHA256,
@@ -749,11 +756,13 @@ def test_count_back_reads_and_counts_each_message_as_read_counted_does(
         at = range(stop - 1, stop - 1 - len(records), -1)
         assert linking == [i for i, r in zip(at, records, strict=True) if r.calls or r.answers]
         for view, record in zip(got[2], records, strict=True):
-            # A plain text message's view is its role alone: the record's links and group.
+            # A view may be the record's role and links alone: what links and groups.
             assert view == record or (
-                view is PLAIN_VIEWS[record.role]
-                and (record.calls, record.answers, record.extras) == ((), (), NO_EXTRAS)
+                view == MessageRecord(record.role, None, record.calls, record.answers)
+                and record_group(record) == GROUP_NONE
             )
+            if view != record and not view.calls:
+                assert view is PLAIN_VIEWS[record.role]
     assert count_back(history, stop, first, used, budget, lambda m: 1) is None
 
 
@@ -771,7 +780,8 @@ def test_count_back_gives_a_plain_langchain_message_its_roles_view() -> None:
     assert lo == 0 and total == sum(map(approximate_token_count, history))
     # From the end: the dict, the plain ai message, the tool result, the call, the question.
     assert views[0] == read_message(history[4]) and views[1] is PLAIN_VIEWS[AI]
-    assert views[2] == read_message(history[2]) and views[3] == read_message(history[1])
+    assert views[2] == read_message(history[2])
+    assert views[3] == MessageRecord(AI, None, ("c",), ())  # the call's id alone
     assert views[4] is PLAIN_VIEWS[HUMAN]
 
 
