@@ -11,6 +11,7 @@ from .read import __all__ as _read_all
 del reasoning_model, register, with_text_appended  # noqa: F821
 del MERGED_NOTE_KEY, TURN_NOTE_PREFIX, is_turn_note_text  # noqa: F821
 del turn_note_header, turn_note_in, without_turn_note  # noqa: F821
+del with_results  # noqa: F821
 
 __all__ = tuple(name for name in _read_all if name in globals())
 del _read_all

@@ -1,8 +1,9 @@
 """The pipeline is visible in the code (docs/ARCHITECTURE.md, "One call, stage by stage"):
 ``reduce_flow`` calls each stage's function once, in pipeline order, each taken from its
-stage's module, ``prepare`` repairs, tries the incremental path, or reads, edits, plans
-and writes the turn note, in that order, and the repair reads the records before their
-structure. Read with ``ast``: what is checked is the code a reader follows."""
+stage's module, ``prepare`` reads, repairs, takes the structure, edits, plans and
+writes the turn note, in that order, on an append or on the whole list alike, and the
+repair asks the structure of the records the read stage read. Read with ``ast``: what
+is checked is the code a reader follows."""
 
 from __future__ import annotations
 
@@ -56,32 +57,37 @@ def test_the_driver_calls_each_stage_once_in_pipeline_order() -> None:
     assert {name: imported[name] for name in stages} == stages
 
 
-def test_prepare_repairs_appends_or_reads_edits_plans_then_writes_the_note() -> None:
+def test_prepare_reads_repairs_structures_edits_plans_then_writes_the_note() -> None:
+    """One path: ``prepare`` runs the stages (``_prepare``) on an append, then, when a
+    stage finds that only the whole list can tell, on the whole list; each stage's room
+    has one door there, in pipeline order (the read first: the repair reads no more)."""
     prepare = REDUCING / "prepare.py"
-    order = [
-        "repair", "append", "read_records", "edit_structure", "_pinned_plan", "note_structure"
+    assert [n for n in _calls(_function(prepare, "prepare")) if n != "Prepared"] == [
+        "_prepare", "_prepare"
     ]
-    called = [name for name in _calls(_function(prepare, "prepare")) if name in order]
+    order = [
+        "_read", "read_records", "repair", "structure_of", "settled", "_edit", "planned",
+        "_pinned_plan", "note_structure",
+    ]
+    called = [name for name in _calls(_function(prepare, "_prepare")) if name in order]
     assert called == order
+    assert [n for n in _calls(_function(prepare, "_edit")) if n.startswith("edit")] == [
+        "edit_structure"
+    ]
     imported = _imported_from(prepare)
-    assert imported["repair"] == "repair"
-    assert imported["append"] == "append"
     assert imported["read_records"] == "read.chat"
+    assert imported["repair"] == "repair"
+    assert imported["structure_of"] == "_structure"
     assert imported["edit_structure"] == "edit"
     assert imported["note_structure"] == "_note"
+    assert {imported[name] for name in ("settled", "planned")} == {"append"}
 
 
-def test_repair_reads_the_records_before_it_reads_their_structure() -> None:
+def test_the_repair_asks_the_structure_of_the_records_read_before_it() -> None:
     repair = REDUCING / "repair.py"
-    for function, read in (
-        ("repair", "_pending_tail"),
-        ("_pending_tail", "_read"),
-        ("_repaired", "read_messages"),  # repair_dangling_calls and repair both end in it
-    ):
-        called = _calls(_function(repair, function))
-        structure = [name for name in called if name in ("pending_from", "dangling_calls")]
-        assert structure, function
-        assert called.index(read) < called.index(structure[0]), function
+    called = _calls(_function(repair, "repair"))
+    assert {"dangling_calls", "pending_from"} <= set(called)
+    assert not {"read_messages", "read_records"} & set(called)
     assert _imported_from(repair)["dangling_calls"] == "_structure"
 
 

@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from agentstate_reducer import MessageReducer, agent_config
 from agentstate_reducer.langgraph import ReducingMiddleware, reducing_add_messages
-from agentstate_reducer.reducing import append, prepare, repair
+from agentstate_reducer.reducing import prepare, repair
 
 TURNS = 60
 
@@ -35,7 +35,7 @@ def test_the_recipe_reads_each_message_a_bounded_number_of_times(
         read.append(len(messages))
         return real(messages)
 
-    for module in (repair, append, prepare):
+    for module in (repair, prepare):
         monkeypatch.setattr(module, "read_messages", counting)
     records = prepare.read_records
 

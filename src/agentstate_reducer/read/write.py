@@ -32,7 +32,7 @@ from .fields import (
 )
 from .gemini import _GEMINI
 from .markers import INJECTED_KEY, PACKAGE_NOTE, _marker
-from .record import GROUP_REASONING
+from .record import GROUP_REASONING, MessageRecord
 from .responses import item_type
 from .walk import _Walk
 
@@ -43,6 +43,7 @@ __all__ = (
     "part_text",
     "write_message",
     "synthetic_results",
+    "with_results",
     "as_update",
     "is_removal",
     "match_shape",
@@ -446,6 +447,32 @@ def as_update(message: _M) -> _M:
 
 def _is_langchain(message: object) -> bool:
     return type(message).__module__.startswith(("langchain_core.", "langchain."))
+
+
+def with_results(
+    messages: list[Any],
+    records: list[MessageRecord],
+    dead: tuple[tuple[int, tuple[str, ...]], ...],
+) -> tuple[list[Any], list[Any], list[MessageRecord]]:
+    """``(messages, results, records)``: ``messages`` with the :func:`synthetic_results`
+    answering each ``dead`` ``(index, call ids)`` right after the message at that index,
+    those results, and the records of the list returned (``records``, of ``messages``,
+    with the results' read in)."""
+    out: list[Any] = []
+    added: list[Any] = []
+    read: list[MessageRecord] = []
+    at = 0
+    for index, calls in dead:
+        out.extend(messages[at : index + 1])
+        read.extend(records[at : index + 1])
+        results = synthetic_results(messages[index], calls)
+        out.extend(results)
+        added.extend(results)
+        read.extend(read_message(m) for m in results)
+        at = index + 1
+    out.extend(messages[at:])
+    read.extend(records[at:])
+    return out, added, read
 
 
 def match_shape(block: list[Any], sample: object) -> list[Any]:

@@ -1,77 +1,114 @@
 """The incremental path: a reduce of a list this reducer returned (or of equal copies of
 it) plus new messages reads, counts and plans only the new ones (see
 :func:`~agentstate_reducer.plan.plan_append`), when the history is settled: planned, it
-would be left whole, and editing leaves it as it is."""
+would be left whole, and editing leaves it as it is. Each stage of
+:func:`~.prepare.prepare` does its part of an append with what is here, or raises
+:class:`Whole` where only the whole list can tell."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import ReducerConfig
-from ..edit import edit_messages
-from ..errors import MessageFormatError
 from ..plan import Plan, Settled, plan_append, settle
 from ..read import MessageRecord
-from ..read.chat import read_messages
 from .chains import _Appended, _by_dict, _Chain, _kinds, _print, _prints, _rebased
 from .memory import _Remembering
 
 
-def append(
-    reducer: _Remembering, existing: Any, messages: list[Any], namespace: Any = None
-) -> Plan | None:
-    """The plan of ``messages`` when they extend a list this reducer returned (or equal
-    copies of it), else ``None``.
+class Whole(Exception):
+    """A stage of an append found that only the whole list can tell."""
 
-    The list must hold the same messages in the same order, each with the same or
-    equal top-level fields (see :func:`~.chains._unchanged`), followed by the new ones. Then
-    only the new messages are read and counted (see :func:`plan.plan_append`); usage
-    one of them reports is learned here, and the plan uses the budget it leaves.
-    """
-    chain = reducer._match(existing, messages)
-    if chain is None:
-        return None
-    again = reducer._replayed(chain, messages, namespace)
-    if again is not None:
-        return again
+
+def settled(
+    reducer: _Remembering,
+    chain: _Chain,
+    messages: list[Any],
+    views: list[MessageRecord],
+    counts: list[int] | None,
+    low: int,
+    namespace: Any,
+) -> tuple[Settled, ReducerConfig]:
+    """The counts of an append to ``chain``: the settled state of its history (see
+    :func:`~agentstate_reducer.plan.settle`; remembered in the chain, else found from
+    ``views`` and ``counts``, of ``messages[low:]``, ``low`` 0 then), the usage a new
+    message reports learned, and the budget the plan uses. :class:`Whole` when planning
+    could prune the history."""
     config = reducer.config
-    size, snapshot = chain.size, chain.snapshot
     cache = reducer._token_counts if config.token_mode else None
-    budget = config
-    settled = chain.settled
-    if settled is None:
-        if cache is not None:
-            budget = reducer._budget(namespace)
-        settled = _settle(reducer, chain, budget)
-        if settled is None:
-            return None
-    new = messages[size:]
-    try:
-        # (count mode may have a cache too, for what editing counts: not used here)
-        if cache is not None:
-            new_views, new_counts = cache.read(new)
-        else:
-            new_views, new_counts = read_messages(new), None
-    except MessageFormatError:
-        return None  # the full path raises it, naming the index in the whole list
-    if cache is not None:
-        tokens = settled.tokens
-        if config.calibrate_from_usage and new_counts is not None and tokens is not None:
-            reducer._learn_new(tokens, size, new, new_views, new_counts, namespace)
-        budget = reducer._budget(namespace)
-        if budget is not config and reducer._edits_append is not None:
-            return None  # the edit step's rule knows only the config's budget
-    history = _Appended(snapshot, size, messages)
-    got = plan_append(settled, history, new_views, budget, new_counts)
+    state = chain.settled
+    size = chain.size
+    if state is None:
+        budget = config if cache is None else reducer._budget(namespace)
+        history = None if counts is None else counts[:size]
+        state = settle(views[:size], chain.snapshot, budget, history)
+        if state is None:
+            raise Whole
+    if cache is None:
+        return state, config
+    tokens = state.tokens
+    new_counts = None if counts is None else counts[size - low :]
+    if config.calibrate_from_usage and new_counts is not None and tokens is not None:
+        new = messages[size:]
+        reducer._learn_new(tokens, size, new, views[size - low :], new_counts, namespace)
+    return state, reducer._budget(namespace)
+
+
+def appended_tokens(
+    state: Settled, new_counts: Sequence[int] | None, budget: ReducerConfig
+) -> int | None:
+    """Tokens of the history and the new messages, as the plan of an append counts them."""
+    if budget.max_tokens is None or state.tokens is None or new_counts is None:
+        return None
+    return state.tokens + sum(new_counts)
+
+
+def planned(
+    reducer: _Remembering,
+    chain: _Chain,
+    messages: list[Any],
+    views: list[MessageRecord],
+    counts: list[int] | None,
+    low: int,
+    state: Settled,
+    budget: ReducerConfig,
+    pending: tuple[int, int] | None,
+) -> Plan:
+    """The plan of an append to ``chain`` (:func:`~agentstate_reducer.plan.plan_append`),
+    ``messages`` then remembered as the chain that goes on from it (``pending``: where
+    the calls that may still be pending begin in the history and in ``messages``, with
+    ``repair_dangling_calls``);
+    :class:`Whole` when only the full plan can decide."""
+    size = chain.size
+    new_views = views[size - low :]
+    new_counts = None if counts is None else counts[size - low :]
+    history = _Appended(chain.snapshot, size, messages)
+    got = plan_append(state, history, new_views, budget, new_counts)
     if got is None:
-        return None
-    before = settled
-    plan, settled = got
-    rule = reducer._edits_append
-    if rule is not None and not rule(
-        settled.size, settled.tokens, new, new_counts, reducer._count_one, new_views
-    ):
-        return None
+        raise Whole
+    plan, after = got
+    kept = _remember(
+        reducer, chain, messages, new_views, after, None if pending is None else pending[1]
+    )
+    if kept is not None:
+        reducer._planned(kept, state, budget, plan)
+    return plan
+
+
+def _remember(
+    reducer: _Remembering,
+    chain: _Chain,
+    messages: list[Any],
+    new_views: list[MessageRecord],
+    settled: Settled,
+    pending: int | None,
+) -> _Chain | None:
+    """Remember ``messages``, the list an append to ``chain`` returns, as the chain that
+    goes on from it; that chain, unless it goes on with equal copies (an append onto
+    them is not planned again, see :meth:`~.memory._Remembering._replayed`)."""
+    size, snapshot = chain.size, chain.snapshot
+    new = messages[size:]
     prints, kinds, by_dict, classes = chain.prints, chain.kinds, chain.by_dict, chain.classes
     new_kinds = _kinds(new)
     added: list[type] | None = None  # the classes of the new messages, where kinds are kept
@@ -90,18 +127,19 @@ def append(
         with reducer._chains_lock:
             ids, named = _extended_ids(chain, new, new_views)
         rebased = _rebased(settled, snapshot, size, messages)
-        # Forgotten first, and this frame's hold on them dropped: their prints are freed
-        # before the copies' are made, so a turn's worth of new prints does not push the
+        # Forgotten first, and their prints dropped: they are freed before the copies'
+        # are made, so a turn's worth of new prints does not push the
         # collector's count of new objects past its threshold (a collection in this
         # reduce, for objects it frees a moment later).
         first = snapshot[0]
-        del chain, prints, snapshot
+        del chain, snapshot
         reducer._forget_copied(first)
+        prints.clear()  # forgotten: freed now, though the stages' frames hold their chain
         reducer._keep(_Chain(
             id(messages), messages.copy(), len(messages), _prints(messages, kinds, by_dict),
-            kinds, by_dict, None, None, rebased, ids, named, classes,
+            kinds, by_dict, None, None, rebased, ids, named, classes, pending,
         ))
-        return plan
+        return None
     with reducer._chains_lock:
         if len(snapshot) == size and len(prints) == size:
             snapshot.extend(new)
@@ -116,10 +154,9 @@ def append(
                 kinds = [*(kinds[:size] if kinds is not None else [dict] * size), *added]
         ids, named = _extended_ids(chain, new, new_views)
     kept = _Chain(id(messages), snapshot, len(messages), prints, kinds, by_dict, None, None,
-                  settled, ids, named, classes)
+                  settled, ids, named, classes, pending)
     reducer._keep(kept)
-    reducer._planned(kept, before, budget, plan)
-    return plan
+    return kept
 
 
 def _extended_ids(
@@ -142,29 +179,3 @@ def _extended_ids(
         if held is None or held[0] > size + k:
             ids[ident] = (size + k, new[k])
     return ids, named
-
-
-def _settle(reducer: _Remembering, chain: _Chain, budget: ReducerConfig) -> Settled | None:
-    """The settled state of ``chain``'s history (see :func:`~agentstate_reducer.plan.settle`),
-    its records read again if they were dropped, remembered with it; ``None`` when
-    planning could prune the history or editing would change it."""
-    views, counts = chain.views, chain.counts
-    token_mode = reducer.config.token_mode and reducer._token_counts is not None
-    if views is None or (token_mode and counts is None):
-        history = chain.snapshot[: chain.size]
-        if token_mode and reducer._token_counts is not None:
-            views, counts = reducer._token_counts.read(history)
-        else:
-            views = read_messages(history)
-    settled = settle(views, chain.snapshot, budget, counts)
-    rule = reducer._edits_append
-    if settled is not None and rule is not None:
-        # The append rule holds only for a history that editing leaves as it is.
-        history = chain.snapshot[: chain.size]
-        if not rule(settled.size, settled.tokens) or edit_messages(
-            history, views, counts, reducer.config, reducer._count_one, reducer._part_counter()
-        ).edits:
-            return None
-    if settled is not None:
-        reducer._keep(chain._replace(views=None, counts=None, settled=settled))
-    return settled

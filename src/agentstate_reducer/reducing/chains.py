@@ -55,6 +55,10 @@ class _Chain(NamedTuple):
     named: bool = False
     #: The classes of the messages of ``snapshot[:size]``, known with ``ids``.
     classes: frozenset[type] | None = None
+    #: With ``repair_dangling_calls``, the index in ``snapshot[:size]`` from which calls
+    #: may still be pending (see :func:`~agentstate_reducer._structure.pending_from`),
+    #: once known; the repair of an append reads from there.
+    pending: int | None = None
 
 
 #: An object message's top-level fields, read at C speed.

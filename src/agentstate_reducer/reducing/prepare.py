@@ -1,7 +1,8 @@
-"""Repair, then the incremental path or read, edit, plan and the turn note, in this
-order: :func:`prepare`, the stages of a reduce before its summary. The repair
-(:mod:`.repair`) and the incremental path (:mod:`.append`, a list this reducer returned
-plus new messages: only the new ones) are modules of their own."""
+"""The stages of a reduce before its summary, in order (:func:`prepare`): read, repair,
+structure, counts, edit, plan, the turn note. An append to a list this reducer returned
+goes through the same stages with its new messages alone, each doing its part of it with
+:mod:`.append`; where one of them finds that only the whole list can tell, they run again
+on the whole list. The repair is :mod:`.repair`."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ from .._note import note_structure
 from .._structure import Structure, structure_of
 from ..config import ReducerConfig
 from ..edit import ContextEdit, edit_structure
+from ..errors import MessageFormatError
 from ..hooks import namespace_key
-from ..plan import CURRENT_TURN, Plan
+from ..plan import CURRENT_TURN, Plan, Settled
 from ..plan.rules import plan_structure
 from ..read import MessageRecord
 from ..read.chat import read_messages, read_records
 from ..tokens.cache import LazyCounts
-from .append import append
-from .chains import _Memo
+from .append import Whole, appended_tokens, planned, settled
+from .chains import _Chain, _Memo
 from .memory import _Remembering
 from .repair import repair
 
@@ -43,47 +45,68 @@ class Prepared(NamedTuple):
 
 
 def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: Any) -> Prepared:
-    """Repair, read, edit and plan ``messages`` (``existing + new``), in this order; an
-    append to a list this reducer returned is planned from its new messages alone.
+    """Read, repair, edit and plan ``messages`` (``existing + new``), in this order.
 
-    Editing comes before the plan, so the plan sees the edited counts and prunes only
-    what is still over the threshold. Both count lazily: what neither needs is never
-    counted."""
+    When they extend a list this reducer returned (or equal copies of it), the stages
+    run on the new messages alone (see :mod:`.append`); where one of them finds that only
+    the whole list can tell, they run again on the whole list. Editing comes before the
+    plan, so the plan sees the edited counts and prunes only what is still over the
+    threshold. Both count lazily: what neither needs is never counted."""
+    chain = reducer._match(existing, messages)
+    if chain is not None:
+        again = reducer._replayed(chain, messages, namespace)
+        if again is not None:  # the same append once more
+            return Prepared(messages, again, None, (), [])
+        try:
+            return _prepare(reducer, messages, namespace, chain)
+        except Whole:
+            pass  # the same stages, on the whole list
+    return _prepare(reducer, messages, namespace, None)
+
+
+def _prepare(
+    reducer: _Preparing, messages: list[Any], namespace: Any, chain: _Chain | None
+) -> Prepared:
+    """The stages of :func:`prepare` on the whole list, or on an append to ``chain``
+    (raising :class:`~.append.Whole` where only the whole list can tell)."""
     config = reducer.config
-    added: list[Any] = []
-    records: list[MessageRecord] | None = None
-    if config.repair_dangling_calls:
-        messages, added, records = repair(reducer, existing, messages)
-    if not added:
-        fast = append(reducer, existing, messages, namespace)
-        if fast is not None:
-            return Prepared(messages, fast, None, (), added)
-    if records is None:
+    read: list[int] | None = None  # the counts an append read
+    low, linking, grouped = 0, None, None
+    if chain is not None:
+        views, read, low = _read(reducer, messages, chain)
+    else:  # with what the read notes for the structure
         views, linking, grouped = read_records(messages)
+    counts: Sequence[int] | None = read
+    messages, added, repaired, pending = repair(reducer, messages, views, low, chain)
+    if repaired is not None:  # with the results' records; what the read noted holds no more
+        views, linking, grouped = repaired, None, None
+    # The structure of the list, or of the history an append settles (its records read
+    # from its start): what the edit step and the plan ask of it is found once.
+    structure = None
+    if chain is None or chain.settled is None:
+        history = views if chain is None else views[: chain.size]
         structure = structure_of(
-            views, preserve_first=config.preserve_first, linking=linking, grouped=grouped
+            history, preserve_first=config.preserve_first, linking=linking, grouped=grouped
         )
-    else:  # the repair's
-        views = records
-        structure = structure_of(views, preserve_first=config.preserve_first)
-    counts: Sequence[int] | None = None
+    state: Settled | None = None
     budget = config
-    if config.token_mode:
+    if chain is not None:  # the history's settled state; the new messages' usage learned
+        state, budget = settled(reducer, chain, messages, views, read, low, namespace)
+    elif config.token_mode:
         counts = LazyCounts.of(reducer._cache(), messages, views)  # read once, not again
         if config.calibrate_from_usage:
             reducer._learn(messages, views, counts, namespace)
         budget = reducer._budget(namespace)  # the edit step fires where the plan prunes
-    edits: tuple[ContextEdit, ...] = ()
     editing = bool(config.context_edits) or (config.turn_ladder and config.token_mode)
-    if editing:
-        outcome = edit_structure(
-            messages, structure, counts, budget, reducer._count_one, reducer._part_counter()
-        )
-        messages, counts, edits = outcome.messages, outcome.counts, outcome.edits
-        if config.token_mode and counts is not None:
-            if config.calibrate_from_usage:
-                reducer._learn(messages, views, counts, namespace)
-            budget = reducer._budget(namespace)
+    messages, counts, edits, budget = _edit(
+        reducer, messages, structure, counts, budget, editing, chain, state, views, low,
+        pending, namespace,
+    )
+    if chain is not None:
+        assert state is not None
+        plan = planned(reducer, chain, messages, views, read, low, state, budget, pending)
+        return Prepared(messages, plan, None, (), added)
+    assert structure is not None
     plan = _pinned_plan(messages, structure, counts, budget, [], reducer._reserve())
     plan = reducer._anchored(plan, messages, structure, counts, budget, [],
                              reducer._reserve(), namespace, remember=True)
@@ -92,6 +115,109 @@ def prepare(reducer: _Preparing, existing: Any, messages: list[Any], namespace: 
         if note is not None:  # the turn ladder's last rung: one note for the dropped steps
             plan = reducer._noted(plan, note, counts, namespace)
     return Prepared(messages, plan, (views, counts), edits, added)
+
+
+def _read(
+    reducer: _Preparing, messages: list[Any], chain: _Chain
+) -> tuple[list[MessageRecord], list[int] | None, int]:
+    """``(views, counts, low)`` of an append to ``chain``: the records of
+    ``messages[low:]``, each message read once, and in token mode their counts (through
+    the token cache). Its new messages; from where calls that may still be pending begin
+    with ``repair_dangling_calls`` (see :mod:`.repair`); from the start when its history
+    is not settled yet (the records the chain holds are not read again).
+    :class:`~.append.Whole` when a message cannot be read: the whole list's read names
+    its index."""
+    config = reducer.config
+    cache = reducer._token_counts if config.token_mode else None
+    size, n = chain.size, len(messages)
+    held, counted = chain.views, chain.counts
+    low = size
+    if chain.settled is not None or held is None or (cache is not None and counted is None):
+        held = counted = None
+        if chain.settled is None:
+            low = 0  # the history is settled from its records
+        elif config.repair_dangling_calls:
+            pending = chain.pending
+            low = pending if pending is not None and 0 < size < n else 0
+    try:
+        tail = messages[low:] if low else messages
+        if cache is not None:
+            views, counts = cache.read(tail)
+        else:
+            views, counts = read_messages(tail), None
+    except MessageFormatError:
+        raise Whole from None  # the whole list's read names the index
+    if held is None:
+        return views, counts, low
+    counts = None if counted is None or counts is None else [*counted, *counts]
+    return [*held, *views], counts, 0
+
+
+def _edit(
+    reducer: _Preparing,
+    messages: list[Any],
+    structure: Structure | None,
+    counts: Sequence[int] | None,
+    budget: ReducerConfig,
+    editing: bool,
+    chain: _Chain | None,
+    state: Settled | None,
+    views: list[MessageRecord],
+    low: int,
+    pending: tuple[int, int] | None,
+    namespace: Any,
+) -> tuple[list[Any], Sequence[int] | None, tuple[ContextEdit, ...], ReducerConfig]:
+    """The edit step: ``messages`` with edited copies, their counts, the edits, and the
+    budget the plan uses (calibrated again on the edited counts). On an append to
+    ``chain`` nothing is edited: editing must leave the history it settles as it is
+    (asked once: its settled state is then remembered) and surely change nothing in the
+    new messages (:class:`~agentstate_reducer.edit.AppendRule`), else
+    :class:`~.append.Whole`."""
+    config = reducer.config
+    rule = reducer._edits_append
+    edited: list[Any] | None = None  # what is edited: the list, or the history settled
+    given, rules = counts, budget
+    if chain is None:
+        if editing:
+            edited = messages
+    elif chain.settled is None and rule is not None:
+        assert state is not None
+        if not rule(state.size, state.tokens):
+            raise Whole  # the clear trigger could fire
+        edited, rules = chain.snapshot[: chain.size], config
+        given = None if counts is None else counts[: chain.size]
+    if edited is not None:
+        assert structure is not None
+        outcome = edit_structure(
+            edited, structure, given, rules, reducer._count_one, reducer._part_counter()
+        )
+        if chain is None:
+            messages, counts = outcome.messages, outcome.counts
+            if config.token_mode and counts is not None:
+                if config.calibrate_from_usage:
+                    reducer._learn(messages, views, counts, namespace)
+                budget = reducer._budget(namespace)
+            return messages, counts, outcome.edits, budget
+        if outcome.edits:
+            raise Whole  # editing would change the history
+    if chain is None:
+        return messages, counts, (), budget
+    assert state is not None
+    if chain.settled is None:  # settled and left as it is by editing: remembered so
+        begin = None if pending is None else pending[0]
+        reducer._keep(chain._replace(views=None, counts=None, settled=state, pending=begin))
+    if rule is None:
+        return messages, counts, (), budget
+    if budget is not config:
+        raise Whole  # the rule knows only the config's budget
+    size = chain.size
+    new_counts = None if counts is None else counts[size - low :]
+    if not rule(
+        len(messages), appended_tokens(state, new_counts, budget), messages[size:],
+        new_counts, reducer._count_one, views[size - low :],
+    ):
+        raise Whole
+    return messages, counts, (), budget
 
 
 def _pinned_plan(

@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from agentstate_reducer import ClearToolResults, MessageReducer, Offload, ReducerConfig
 from agentstate_reducer.edit import OFFLOADED
 from agentstate_reducer.read import message_content, message_id, read_message, with_content
-from agentstate_reducer.reducing import append, memory, prepare, repair
+from agentstate_reducer.reducing import memory, prepare, repair
 
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The length of each list a reduce reads, in order (repair, append, prepare)."""
+    """The length of each list a reduce reads, in order (prepare's read stage reads for
+    the repair, the incremental path and the plan alike)."""
     read: list[int] = []
     real = prepare.read_messages
 
@@ -26,7 +27,7 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         read.append(len(messages))
         return real(messages)
 
-    for module in (repair, append, prepare):
+    for module in (repair, prepare):
         monkeypatch.setattr(module, "read_messages", counting)
     records = prepare.read_records
 
@@ -579,8 +580,9 @@ def test_the_repair_hands_the_records_it_read_to_the_plan(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With dead calls repaired, a list the reducer does not remember is read once: the
-    repair's read of it, when no call died, is the read the edit step and the plan use
-    (it was read twice). A list it repaired is read again, with the results it added."""
+    repair's read of it is the read the edit step and the plan use (it was read twice).
+    A list it repaired is not read again: only the results it added are (they were read
+    with the whole list again)."""
     read = _count_reads(monkeypatch)
     if mode == "count":
         config = ReducerConfig(min_messages=20, max_messages=40, repair_dangling_calls=True)
@@ -595,7 +597,7 @@ def test_the_repair_hands_the_records_it_read_to_the_plan(
     read.clear()
     dead = [*history[:5], human("openai", "never mind", "late"), *history[6:]]  # c1 died
     MessageReducer(config=config).reduce(existing=dead)
-    assert read == [len(dead), len(dead) + 1]  # the repaired list: one result more
+    assert read == [len(dead)]  # the repaired list: its records and the result's
 
 
 def test_a_response_continued_after_its_reasoning_item_is_read_back_to_its_start() -> None:
