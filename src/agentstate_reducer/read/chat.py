@@ -103,12 +103,10 @@ class Records(NamedTuple):
     structure on the way, so that no later pass over every record need find it."""
 
     records: list[MessageRecord]
-    #: The indices of the messages issuing or answering tool calls, ascending; ``None``
-    #: when the read did not follow them (a history holding objects).
-    linking: list[int] | None
-    #: Whether any record's :attr:`~MessageRecord.group` is not ``GROUP_NONE``; ``None``
-    #: with ``linking``.
-    grouped: bool | None
+    #: The indices of the messages issuing or answering tool calls, ascending.
+    linking: list[int]
+    #: Whether any record's :attr:`~MessageRecord.group` is not ``GROUP_NONE``.
+    grouped: bool
 
 
 def read_messages(messages: list[Any]) -> list[MessageRecord]:
@@ -118,7 +116,7 @@ def read_messages(messages: list[Any]) -> list[MessageRecord]:
 
 def read_records(messages: list[Any]) -> Records:
     """:func:`read_messages`, with the indices of the messages that issue or answer tool
-    calls and whether any message groups with its neighbours (for a history of dicts)."""
+    calls and whether any message groups with its neighbours."""
     try:
         return _read_all(messages)
     except Exception as exc:
@@ -140,8 +138,9 @@ def _read_all(messages: list[Any]) -> Records:
     linking: list[int] = []
     link = linking.append
     grouped = False
-    followed = True  # whether linking and grouped hold
     first, parts = _dispatch()
+    lc_text, lc_ai, lc_tool = _read_langchain_text, _read_langchain_ai, _read_langchain_tool
+    alias_of = _ALIASES
     new, alias, record, empty = _new_record, _ALIASES.get, MessageRecord, _EMPTY
     readers: dict[type, Callable[[Any], MessageRecord | None]] = {}
     for i, m in enumerate(messages):
@@ -196,14 +195,80 @@ def _read_all(messages: list[Any]) -> Records:
             extras = read[5]
             if extras is not NO_EXTRAS and extras[7].group:
                 grouped = True
-        else:  # objects: not followed (asking each record costs more than the passes after)
+        else:
             reader = readers.get(cls)
             if reader is None:
                 reader = readers[cls] = fast_reader(cls)
-            append(reader(m) or _read(m, i))
-            followed = False
-    if not followed:
-        return Records(out, None, None)
+            if reader is lc_text or reader is lc_ai or reader is lc_tool:
+                # The LangChain shortcuts, inline: what each reader's first branch reads.
+                fields = getattr(m, "__dict__", None)
+                if type(fields) is dict and not m.__pydantic_extra__:
+                    try:
+                        content, raw, ident = fields["content"], fields["type"], fields["id"]
+                        if (
+                            type(content) is str
+                            and type(raw) is str
+                            and (ident is None or type(ident) is str)
+                            and fields["name"] is None
+                            and not fields["additional_kwargs"]
+                        ):
+                            if reader is lc_text:
+                                if len(fields) == _TEXT_FIELDS and "response_metadata" in fields:
+                                    plain = (alias_of[raw], ident or None, empty, empty,
+                                             content or None, NO_EXTRAS)
+                                    append(new(record, plain))
+                                    continue
+                            elif reader is lc_tool:
+                                call_id = fields["tool_call_id"]
+                                if (
+                                    raw == "tool"
+                                    and type(call_id) is str
+                                    and call_id
+                                    and len(fields) == _TOOL_FIELDS
+                                    and "response_metadata" in fields
+                                    and "artifact" in fields
+                                    and "status" in fields
+                                ):
+                                    answered = (TOOL, ident or None, empty, (call_id,),
+                                                content or None, NO_EXTRAS)
+                                    append(new(record, answered))
+                                    link(i)
+                                    continue
+                            elif (
+                                raw == "ai"
+                                and not fields["invalid_tool_calls"]
+                                and len(fields) == _AI_FIELDS
+                                and "response_metadata" in fields
+                                and "usage_metadata" in fields
+                            ):
+                                found = fields["tool_calls"]
+                                if not found:
+                                    plain = (AI, ident or None, empty, empty, content or None,
+                                             NO_EXTRAS)
+                                    append(new(record, plain))
+                                    continue
+                                call = found[0] if type(found) is list and len(found) == 1 else None
+                                if type(call) is dict and call.get("function") is None:
+                                    cid, call_name = call.get("id"), call.get("name")
+                                    if type(cid) is str and cid and type(call_name) is str:
+                                        billed = ((call_name, call.get("args")),)
+                                        extras = new(
+                                            Extras, (None, (), billed, None, (), 0, (), CHAT)
+                                        )
+                                        calling = (AI, ident or None, (cid,), empty,
+                                                   content or None, extras)
+                                        append(new(record, calling))
+                                        link(i)
+                                        continue
+                    except KeyError:  # a declared field is not there, or the type is no role
+                        pass
+            read = reader(m) or _read(m, i)
+            append(read)
+            if read[2] or read[3]:
+                link(i)
+            extras = read[5]
+            if extras is not NO_EXTRAS and extras[7].group:
+                grouped = True
     return Records(out, linking, grouped)
 
 

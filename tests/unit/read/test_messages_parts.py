@@ -681,6 +681,59 @@ def test_the_dicts_read_inline_read_as_read_message_reads_them() -> None:
     assert chat.read_messages(readable) == _one_by_one(readable)
 
 
+def _langchain_bases() -> list[Any]:
+    """The LangChain messages read_messages reads inline: text (human, system), an ai
+    message issuing no call or one, a tool result; with and without an id."""
+    out = []
+    for ident in (None, "m1"):
+        out += [
+            HumanMessage("q", id=ident), SystemMessage("s", id=ident), AIMessage("", id=ident),
+            AIMessage("t", id=ident, tool_calls=[{"id": "c1", "name": "f", "args": {"k": 1}}]),
+            ToolMessage("r", tool_call_id="c1", id=ident),
+        ]
+    return out
+
+
+def _langchain_bent() -> list[Any]:
+    """Each of them bent once every way past pydantic: each field dropped, each field (and
+    a few undeclared ones) given each odd value, the type changed to each role's."""
+    odd = ("", None, 7, "x", [], [{"id": "c2", "name": "g", "args": {}}], {"k": 1},
+           [{"type": "text", "text": "t"}])
+    out: list[Any] = []
+    for base in _langchain_bases():
+        out.append(base)
+        keys = [*base.__dict__, "reasoning_content", "function_call", "tool_calls",
+                "tool_call_id", "invalid_tool_calls", "other"]
+        for key in dict.fromkeys(keys):
+            if key in base.__dict__:
+                out.append(_without(base.model_copy(deep=True), key))
+            for value in odd:
+                out.append(_smuggled(base.model_copy(deep=True), key, value))
+        for kind in ("human", "ai", "tool", "system", "function", "narrator"):
+            out.append(_retyped(base.model_copy(deep=True), kind))
+        extra = base.model_copy(deep=True)
+        extra.__pydantic_extra__["tool_calls"] = [{"id": "c3", "name": "h", "args": {}}]
+        out.append(extra)
+    return out
+
+
+def test_the_langchain_messages_read_inline_read_as_read_message_reads_them() -> None:
+    """read_messages reads LangChain's commonest messages inline: each of them bent once
+    every way reads as read_message reads it (or fails as it fails), alone and in one
+    list."""
+    readable = []
+    for message in _langchain_bent():
+        try:
+            got: Any = chat.read_messages([message])
+        except MessageFormatError as exc:
+            got = type(exc), str(exc)
+        assert got == _one_by_one([message]), message
+        if type(got) is list:
+            readable.append(message)
+    assert len(readable) > 300
+    assert chat.read_messages(readable) == _one_by_one(readable)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_near_inline()) | _dict_messages | _langchain_messages(),
                 max_size=4))
