@@ -92,7 +92,7 @@ def planned(
         reducer, chain, messages, new_views, after, None if pending is None else pending[1]
     )
     if kept is not None:
-        reducer._planned(kept, state, budget, plan)
+        reducer._planned(kept, state, budget, plan, new_views, new_counts)
     return plan
 
 

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from ..config import ReducerResult
 from ..plan import Plan, Settled
 from ..read import MessageRecord, is_merge_update, message_id
+from ..read.chat import read_messages
 from .chains import (
     _CHAINS,
     _by_dict,
@@ -60,6 +61,9 @@ class _Planned(NamedTuple):
     plan: Plan
     #: The chain it remembered for the list it returned.
     kept: _Chain
+    #: The records and counts (token mode) of its new messages it planned with.
+    views: list[MessageRecord]
+    counts: list[int] | None
 
 
 class _Remembering(_Counting):
@@ -68,10 +72,14 @@ class _Remembering(_Counting):
     #: The latest append planned (:meth:`_planned`), or ``None``.
     _last_append: _Planned | None = None
 
-    def _planned(self, chain: _Chain, before: Settled, budget: Any, plan: Plan) -> None:
+    def _planned(
+        self, chain: _Chain, before: Settled, budget: Any, plan: Plan,
+        views: list[MessageRecord], counts: list[int] | None,
+    ) -> None:
         """Keep ``chain``, remembered for the list returned with ``plan`` by an append
-        onto the history settled as ``before``, to replay that append (:meth:`_replayed`)."""
-        self._last_append = _Planned(before, budget, plan, chain)
+        onto the history settled as ``before`` (its new messages read as ``views`` and
+        ``counts``), to replay that append (:meth:`_replayed`)."""
+        self._last_append = _Planned(before, budget, plan, chain, views, counts)
 
     def _replayed(self, chain: _Chain, messages: list[Any], namespace: Any) -> Plan | None:
         """The plan of the latest append again, when ``messages`` is that append once more:
@@ -100,6 +108,15 @@ class _Remembering(_Counting):
         if not _tail_unchanged(new, kept, size):
             return None
         config = self.config
+        # Read again as an append reads them: the prints see the top-level fields only,
+        # the token cache an edit however deep (a content block changed in place).
+        cache = self._token_counts if config.token_mode else None
+        try:
+            views, counts = cache.read(new) if cache is not None else (read_messages(new), None)
+            if views != last.views or counts != last.counts:
+                return None
+        except Exception:  # unreadable now (the full path names it), or an == raising
+            return None
         budget = (
             self._budget(namespace) if config.token_mode and self._token_counts is not None
             else config

@@ -285,3 +285,34 @@ def test_the_same_append_under_another_budget_is_planned_again(
     reducer.calibration("a").observe(1000, 1500)
     again = reducer.reduce(existing=state, new=new, namespace="a")
     assert len(planned) == 2 and again.surviving == [*state, *new]
+
+
+def _deep_edit(message: Any, text: str) -> None:
+    blocks = message["content"] if isinstance(message, dict) else message.content
+    blocks[0]["text"] = text
+
+
+@pytest.mark.parametrize("shape", ["openai", "langchain"])
+def test_a_deep_edit_of_the_new_message_between_the_same_append_twice_is_recounted(
+    shape: str,
+) -> None:
+    """The token cache sees an edit however deep: a content block of the appended
+    message edited in place between the two merges of a reply is counted again, so the
+    second merge plans as a fresh reducer does, not as the first merge did."""
+    config = ReducerConfig(max_tokens=300, target_tokens=200, token_counter="approximate")
+    reducer = MessageReducer(config=config)
+    history = _history(6) if shape == "openai" else _lc_history(6)
+    state = reducer.reduce(existing=history[:11]).surviving
+    if shape == "openai":
+        new: list[Any] = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    else:
+        from langchain_core.messages import HumanMessage
+
+        new = [HumanMessage(content=[{"type": "text", "text": "hi"}], id="h-new")]
+    first = reducer.reduce(existing=state, new=new)
+    assert first.pruned == []
+    _deep_edit(new[0], "y " * 2000)
+    second = reducer.reduce(existing=state, new=new)
+    fresh = MessageReducer(config=config).reduce(existing=[*state, *new])
+    assert fresh.pruned and second.pruned == fresh.pruned
+    assert second.surviving == fresh.surviving
