@@ -163,6 +163,8 @@ class _Sizer:
         #: The indices issuing or answering calls among those :meth:`back` read with a
         #: built-in counter, ascending; ``None`` when it did not.
         self._linking: list[int] | None = None
+        #: The same of the messages whose records group (see ``record_group``).
+        self._grouped: list[int] | None = None
 
     def one(self, index: int) -> float:
         """The per-message count of ``messages[index]`` (per-message counters only)."""
@@ -186,11 +188,14 @@ class _Sizer:
         ``used`` within ``budget``, counted from the end (per-message counters only)."""
         assert self.per_message is not None
         linking: list[int] = []
-        run = count_back(self._messages, stop, first, used, budget, self.per_message, linking)
+        grouped: list[int] = []
+        counter = self.per_message
+        run = count_back(self._messages, stop, first, used, budget, counter, linking, grouped)
         if run is not None:  # a built-in counter: read and counted in one loop
             lo, used, records = run
             linking.reverse()
-            self._linking = linking
+            grouped.reverse()
+            self._linking, self._grouped = linking, grouped
             at = range(stop - 1, stop - 1 - len(records), -1)
             self._views.update(zip(at, records, strict=True))
             return lo, used
@@ -210,6 +215,14 @@ class _Sizer:
         if found is None:
             return None
         return found[bisect_left(found, lo) : bisect_left(found, hi)]
+
+    def groups(self, lo: int, hi: int) -> bool | None:
+        """Whether a message in ``[lo, hi)`` groups, when :meth:`back` read the run and noted
+        them; else ``None``."""
+        found = self._grouped
+        if found is None:
+            return None
+        return bisect_left(found, lo) < bisect_left(found, hi)
 
     def cost(self, candidate: list[Any]) -> float:
         """The list counter's count of a whole candidate list (list counters only)."""
@@ -347,9 +360,23 @@ def _partial(
 # -- tool pairs ------------------------------------------------------------------------
 
 
-def _units_around(views: _Views, n: int, start: int, stop: int) -> tuple[tuple[int, int], ...]:
+def _units_around(
+    views: _Views, n: int, start: int, stop: int, inside: bool | None = None
+) -> tuple[tuple[int, int], ...]:
     """The multi-item model responses (see :func:`~agentstate_reducer.plan.response_units`)
-    meeting the run ``[start, stop)``, reading one message past each end."""
+    meeting the run ``[start, stop)``, reading one message past each end.
+
+    ``inside=False`` says no message of the run groups: no two of its neighbours then
+    join, and a run of two or more is met only by a response through one of its ends,
+    read from the two messages there."""
+    if inside is False and stop - start >= 2:
+        edges = (start - 1, stop - 1) if start else (stop - 1,)
+        return tuple(
+            (at + b, at + e)
+            for at in edges
+            if at + 2 <= n
+            for b, e in response_units([views[at], views[at + 1]])
+        )
     lo, hi = max(0, start - 1), min(n, stop + 1)
     found = response_units(list(map(views.__getitem__, range(lo, hi))))
     return tuple((lo + b, lo + e) for b, e in found)
@@ -733,7 +760,7 @@ def _select(
             return items, head, range(lo, hi), frozenset()
         linking = sizer.linking(lo, hi)  # the run was read by back(), or by _first
         parents, results = link_calls(views, lo, hi, results=True, linking=linking)
-        units = _units_around(views, len(items), lo, hi)
+        units = _units_around(views, len(items), lo, hi, sizer.groups(lo, hi))
         if _closed(lo, hi, parents, results, units):
             return items, head, range(lo, hi), frozenset()
         return items, head, _drop_all(

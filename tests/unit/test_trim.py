@@ -1000,3 +1000,36 @@ def test_trim_counting_back_notes_the_messages_that_link(history: list[Any], bud
         for b in range(a, len(history) + 1):
             linking = sizer.linking(a, b)
             assert linking == [j for j in range(a, b) if views[j].calls or views[j].answers]
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=histories() | responses_histories(), data=st.data())
+def test_units_around_a_run_with_no_group_inside_are_read_at_its_ends(
+    history: list[Any], data: st.DataObject
+) -> None:
+    from agentstate_reducer.read import GROUP_NONE, record_group
+    from agentstate_reducer.trim import _units_around, _Views
+
+    views = _Views(history)
+    n = len(history)
+    start = data.draw(st.integers(0, n))
+    stop = data.draw(st.integers(start, n))
+    inside = any(record_group(views[j]) != GROUP_NONE for j in range(start, stop))
+    assert _units_around(views, n, start, stop, inside) == _units_around(views, n, start, stop)
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=histories() | responses_histories(), budget=st.integers(0, 3_000))
+def test_trim_counting_back_notes_the_messages_that_group(
+    history: list[Any], budget: int
+) -> None:
+    from agentstate_reducer.read import GROUP_NONE, record_group
+    from agentstate_reducer.trim import _Sizer, _Views
+
+    views = _Views(history)
+    sizer = _Sizer(history, views, "approximate")
+    lo, _ = sizer.back(len(history), 0, 0, budget)
+    for a in range(lo, len(history) + 1):
+        for b in range(a, len(history) + 1):
+            groups = [record_group(read_message(history[j])) for j in range(a, b)]
+            assert sizer.groups(a, b) == any(g != GROUP_NONE for g in groups)

@@ -125,7 +125,7 @@ def read_counted(
 
 def count_back(
     messages: Sequence[Any], stop: int, first: int, used: float, budget: float,
-    counter: TokenCounter, linking: list[int] | None = None,
+    counter: TokenCounter, linking: list[int] | None = None, grouped: list[int] | None = None,
 ) -> tuple[int, float, list[MessageRecord]] | None:
     """The longest run ``messages[lo:stop]`` (``lo >= first``) whose counts keep ``used``
     within ``budget``, each message read and counted once, from ``stop - 1`` down.
@@ -138,7 +138,8 @@ def count_back(
     message in turn, adding while ``used + count <= budget``; ``None`` for a counter that
     is not built in. Errors name the index, as :func:`read_counted`'s do. ``linking``,
     when given, gets the index of each message read that issues or answers calls
-    appended, from ``stop - 1`` down.
+    appended, from ``stop - 1`` down; ``grouped``, that of each whose record groups
+    (:data:`~agentstate_reducer.read.record_group` is not ``GROUP_NONE``).
     """
     text_tokens = _text_counter(counter)
     if text_tokens is None:
@@ -149,6 +150,7 @@ def count_back(
     records: list[MessageRecord] = []
     keep = records.append
     mark = ([] if linking is None else linking).append
+    mark_group = ([] if grouped is None else grouped).append
     roles = _KNOWN_ROLES
     readers = _Readers()
     n = len(messages)
@@ -192,7 +194,9 @@ def count_back(
                 ident = answers[0]
                 cost += look(ident) or text_tokens(ident)
             if extras is not NO_EXTRAS:
-                name, texts, calls, call_id, result_ids, media, _, _ = extras
+                name, texts, calls, call_id, result_ids, media, _, shape = extras
+                if shape.group:
+                    mark_group(lo - 1)
                 if len(calls) == 1 and not (texts or result_ids or media) and call_id is None:
                     # The commonest extras, one call and maybe a name: _count_extras inline.
                     if name is not None:

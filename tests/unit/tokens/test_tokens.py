@@ -751,10 +751,14 @@ def test_count_back_reads_and_counts_each_message_as_read_counted_does(
             total += read[1]
             lo -= 1
         linking: list[int] = []
-        got = count_back(history, stop, first, used, budget, counter, linking)
+        grouped: list[int] = []
+        got = count_back(history, stop, first, used, budget, counter, linking, grouped)
         assert got is not None and got[:2] == (lo, total) and len(got[2]) == len(records)
         at = range(stop - 1, stop - 1 - len(records), -1)
         assert linking == [i for i, r in zip(at, records, strict=True) if r.calls or r.answers]
+        assert grouped == [
+            i for i, r in zip(at, records, strict=True) if record_group(r) != GROUP_NONE
+        ]
         for view, record in zip(got[2], records, strict=True):
             # A view may be the record's role and links alone: what links and groups.
             assert view == record or (
