@@ -44,7 +44,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Sequence
 from itertools import compress, islice, repeat
-from operator import and_, attrgetter, sub
+from operator import attrgetter, sub
 from typing import TYPE_CHECKING, cast
 
 from .._note import entry_tokens, note_cap, note_tokens, shown_args
@@ -230,9 +230,11 @@ def _kept_anyway(
     roles = map(PRUNABLE_ROLES.__contains__, map(_role, islice(views, start, stop)))
     other = bytearray(roles).translate(_FLIP)  # a role never pruned
     _clear(other, answering, start, stop)
-    if guarded.count(0) != len(guarded):
-        other = bytearray(map(and_, other, guarded.translate(_FLIP)))
-    total += sum(map(get, _indices(other, start)))
+    unguarded: bytes | bytearray = other
+    if guarded.count(0) != len(guarded):  # less the protected ones, counted above
+        free = int.from_bytes(other, "little") & ~int.from_bytes(guarded.translate(_ONE), "little")
+        unguarded = free.to_bytes(stop - start, "little")
+    total += sum(map(get, _indices(unguarded, start)))
     results = answering[bisect_left(answering, start) : bisect_left(answering, stop)]
     if not cascade:
         total += sum(get(i) for i in results if not protected[i])
