@@ -312,7 +312,7 @@ def _turn_kinds(items: list[Any], kind_of: Callable[[Any], str]) -> tuple[str, .
 #: that order): the general reader tries every one on an object before the chat shapes.
 _SHAPES: list[Shape] = []
 #: The registered shapes whose :attr:`Shape.dicts` is true, tried on a mapping. While there
-#: is one, the fast path reads only dicts whose every key is one of ``chat._CHAT_KEYS``;
+#: is one, the fast path reads only dicts whose every key is one of ``dicts._CHAT_KEYS``;
 #: other dicts reach these readers.
 _DICT_SHAPES: list[Shape] = []
 
