@@ -115,6 +115,33 @@ def test_every_top_level_field_edited_in_place_is_seen(shape: str, field: str, m
         assert "renamed" in _ids(state) or "renamed" in _ids(got.pruned)
 
 
+@pytest.mark.parametrize("shape", ["openai", "langchain", "anthropic"])
+@pytest.mark.parametrize("mode", ["count", "token"])
+def test_a_call_dropped_in_place_after_its_append_leaves_its_result_an_orphan(
+    shape: str, mode: str
+) -> None:
+    """A call an append issued, then dropped in place from its ai message: the list
+    returned no longer matches, the shorter one the append extended still does, and
+    the call's result is an orphan on the next append, as for a fresh reducer."""
+    if mode == "count":
+        config = ReducerConfig(min_messages=0, max_messages=30)
+    else:
+        config = ReducerConfig(max_tokens=10**4, token_counter=_tokens)
+    reducer = MessageReducer(config=config)
+    first = reducer.reduce(existing=[system(shape, "be brief", "sys"), human(shape, "q", "h0")])
+    calling = [ai(shape, "", "a0", ["c0"]), *results(shape, ["c0"], "r0")]
+    state = reducer.reduce(existing=first.surviving, new=calling).surviving
+    if shape == "anthropic":
+        _set(state[2], "content", [{"type": "text", "text": "no call after all"}])
+    else:
+        _set(state[2], "tool_calls", [])
+    new = [human(shape, "next", "h1")]
+    want = MessageReducer(config=config).reduce(existing=list(state), new=new)
+    got = reducer.reduce(existing=state, new=new)
+    assert want.pruned and _ids(got.pruned) == _ids(want.pruned)
+    assert got.surviving == want.surviving
+
+
 # -- copies --------------------------------------------------------------------------------
 
 

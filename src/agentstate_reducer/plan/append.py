@@ -4,7 +4,7 @@ when only :func:`~agentstate_reducer.plan.make_plan` can decide."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .._structure import _boundary
@@ -73,6 +73,11 @@ class Settled:
     #: still holds that message at that index (the dict is shared along a chain of
     #: appends, so it may hold entries of another branch).
     issued: dict[str, tuple[int, object]]
+    #: The right to extend :attr:`issued` in place, taken (popped) by the first append
+    #: planned from this state: any other append from it (a branch, the same append
+    #: again after its messages were edited in place, one after a failed attempt) takes
+    #: the entries of this history only, so none of another append's can hold for it.
+    owner: list[None] = field(default_factory=lambda: [None], compare=False, repr=False)
 
 
 def _appendable(config: ReducerConfig) -> bool:
@@ -150,6 +155,11 @@ def plan_append(
     if _boundary(new_views) is not None:
         return None  # a new compaction item: what it stands for goes
     issued = settled.issued
+    try:
+        settled.owner.pop()  # atomic: one append extends the dict in place
+    except IndexError:  # another did: this history's entries only (a C-level copy first)
+        base = settled.size
+        issued = {call: at for call, at in list(issued.items()) if at[0] < base}
     check = config.cascade_tool_messages
     for k, view in enumerate(new_views):
         i = settled.size + k

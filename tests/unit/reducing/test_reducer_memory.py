@@ -322,18 +322,6 @@ def test_a_deep_edit_of_the_new_message_between_the_same_append_twice_is_recount
     assert second.surviving == fresh.surviving
 
 
-def _deepen(message: Any) -> bool:
-    """Edit ``message`` inside a field: a text block of its content, else nothing."""
-    content = message.get("content") if isinstance(message, dict) else getattr(
-        message, "content", None
-    )
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, dict) and isinstance(block.get("text"), str):
-                block["text"] = "deep " * 40
-                return True
-    return False
-
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -347,7 +335,7 @@ def _deepen(message: Any) -> bool:
     st.lists(
         st.tuples(
             st.integers(1, 3),
-            st.sampled_from(["once", "twice", "twice-top", "twice-deep", "twice-other"]),
+            st.sampled_from(["once", "twice", "twice-top", "twice-other"]),
         ),
         min_size=1, max_size=10,
     ),
@@ -356,8 +344,10 @@ def test_the_same_append_twice_gives_a_fresh_reducers_plan(
     pool: list[Any], config: ReducerConfig, steps: list[tuple[int, str]]
 ) -> None:
     """An append reduced once more onto the same list (the new messages the same
-    objects, maybe edited in place in between, a top-level field or inside one, maybe
-    under another namespace) keeps what a fresh reducer keeps for that list."""
+    objects, maybe a top-level field of one edited in place in between, maybe under
+    another namespace) keeps what a fresh reducer keeps for that list. (An edit inside
+    a field is left to the test above: once the first list returned holds all of them,
+    they are history to the reducer, whose edits inside a field it does not see.)"""
     reducer = MessageReducer(config=config)
     state: list[Any] = []
     at = 0
@@ -369,8 +359,6 @@ def test_the_same_append_twice_gives_a_fresh_reducers_plan(
         if how != "once":
             if how == "twice-top":
                 _set_content(new[-1], "top " * 40)
-            elif how == "twice-deep":
-                _deepen(new[-1])
             space = "b" if how == "twice-other" else "a"
             got = reducer.reduce(existing=state, new=new, namespace=space)
         fresh = MessageReducer(config=config).reduce(existing=[*state, *new])
@@ -378,8 +366,6 @@ def test_the_same_append_twice_gives_a_fresh_reducers_plan(
             message_id(m) for m in fresh.surviving
         ]
         assert got.surviving == fresh.surviving
-        if how == "twice-deep":
-            break  # the history now holds an edit inside a field: not seen (docs/pruning.md)
         state = got.surviving
 
 
