@@ -11,6 +11,7 @@ from ..config import ReducerResult
 from ..plan import Plan, Settled
 from ..read import MessageRecord, is_merge_update, message_id
 from ..read.chat import read_messages
+from ..tokens.count import read_counted
 from .chains import (
     _CHAINS,
     _by_dict,
@@ -108,11 +109,19 @@ class _Remembering(_Counting):
         if not _tail_unchanged(new, kept, size):
             return None
         config = self.config
-        # Read again as an append reads them: the prints see the top-level fields only,
-        # the token cache an edit however deep (a content block changed in place).
+        # Read and counted again: the prints see the top-level fields only, not an edit
+        # inside one (a content block changed in place). A built-in counter counts from
+        # the record (read_counted, no copy taken); any other through the token cache.
         cache = self._token_counts if config.token_mode else None
         try:
-            views, counts = cache.read(new) if cache is not None else (read_messages(new), None)
+            if cache is None:
+                views, counts = read_messages(new), None
+            else:
+                read = [r for r in (read_counted(m, cache.counter) for m in new) if r]
+                if len(read) == len(new):
+                    views, counts = [r[0] for r in read], [r[1] for r in read]
+                else:
+                    views, counts = cache.read(new)
             if views != last.views or counts != last.counts:
                 return None
         except Exception:  # unreadable now (the full path names it), or an == raising
