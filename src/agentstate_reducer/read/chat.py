@@ -338,8 +338,10 @@ def _read_object_fields(fields: dict[str, Any]) -> MessageRecord | None:
 # Any other such message goes on to _read_pydantic; what they give is what it gives.
 
 
-def _read_langchain_text(message: Any) -> MessageRecord | None:
-    """A human, system or function message (LangChain's text-message fields)."""
+def _text_fields(message: Any) -> tuple[str, str, str | None] | None:
+    """``(content, role, id)`` of a LangChain human, system or function message of the
+    common form (its class's declared fields, text content, no name, nothing in
+    ``additional_kwargs``), else ``None``."""
     fields = getattr(message, "__dict__", None)
     if type(fields) is dict and not message.__pydantic_extra__:
         try:
@@ -353,15 +355,15 @@ def _read_langchain_text(message: Any) -> MessageRecord | None:
                 and len(fields) == _TEXT_FIELDS
                 and "response_metadata" in fields
             ):
-                record = (_ALIASES[raw], ident or None, _EMPTY, _EMPTY, content or None, NO_EXTRAS)
-                return _new_record(MessageRecord, record)
+                return content, _ALIASES[raw], ident
         except KeyError:  # a declared field is not there, or the type is no role
             pass
-    return _read_pydantic(message)
+    return None
 
 
-def _read_langchain_tool(message: Any) -> MessageRecord | None:
-    """A tool message answering one call (LangChain's tool-message fields)."""
+def _tool_fields(message: Any) -> tuple[str, str | None, str] | None:
+    """``(content, id, call id)`` of a LangChain tool message of the common form
+    answering one call, else ``None``."""
     fields = getattr(message, "__dict__", None)
     if type(fields) is dict and not message.__pydantic_extra__:
         try:
@@ -381,15 +383,15 @@ def _read_langchain_tool(message: Any) -> MessageRecord | None:
                 and "artifact" in fields
                 and "status" in fields
             ):
-                record = (TOOL, ident or None, _EMPTY, (call_id,), content or None, NO_EXTRAS)
-                return _new_record(MessageRecord, record)
+                return content, ident, call_id
         except KeyError:
             pass
-    return _read_pydantic(message)
+    return None
 
 
-def _read_langchain_ai(message: Any) -> MessageRecord | None:
-    """An ai message issuing no call or one LangChain call (LangChain's ai-message fields)."""
+def _ai_fields(message: Any) -> tuple[str, str | None, tuple[str, str, Any] | None] | None:
+    """``(content, id, call)`` of a LangChain ai message of the common form issuing no
+    call (``call`` ``None``) or one LangChain call (``(id, name, args)``), else ``None``."""
     fields = getattr(message, "__dict__", None)
     if type(fields) is dict and not message.__pydantic_extra__:
         try:
@@ -409,19 +411,54 @@ def _read_langchain_ai(message: Any) -> MessageRecord | None:
                 and "usage_metadata" in fields
             ):
                 if not found:
-                    record = (AI, ident or None, _EMPTY, _EMPTY, content or None, NO_EXTRAS)
-                    return _new_record(MessageRecord, record)
+                    return content, ident, None
                 call = found[0] if type(found) is list and len(found) == 1 else None
                 if type(call) is dict and call.get("function") is None:
                     cid, name = call.get("id"), call.get("name")
                     if type(cid) is str and cid and type(name) is str:
-                        billed = ((name, call.get("args")),)
-                        extras = _new_record(Extras, (None, (), billed, None, (), 0, (), CHAT))
-                        record = (AI, ident or None, (cid,), _EMPTY, content or None, extras)
-                        return _new_record(MessageRecord, record)
+                        return content, ident, (cid, name, call.get("args"))
         except KeyError:
             pass
-    return _read_pydantic(message)
+    return None
+
+
+def _read_langchain_text(message: Any) -> MessageRecord | None:
+    """A human, system or function message (LangChain's text-message fields)."""
+    got = _text_fields(message)
+    if got is None:
+        return _read_pydantic(message)
+    content, role, ident = got
+    return _new_record(MessageRecord, (role, ident or None, _EMPTY, _EMPTY, content or None,
+                                       NO_EXTRAS))
+
+
+def _read_langchain_tool(message: Any) -> MessageRecord | None:
+    """A tool message answering one call (LangChain's tool-message fields)."""
+    got = _tool_fields(message)
+    if got is None:
+        return _read_pydantic(message)
+    content, ident, call_id = got
+    return _new_record(MessageRecord, (TOOL, ident or None, _EMPTY, (call_id,), content or None,
+                                       NO_EXTRAS))
+
+
+def _read_langchain_ai(message: Any) -> MessageRecord | None:
+    """An ai message issuing no call or one LangChain call (LangChain's ai-message fields)."""
+    got = _ai_fields(message)
+    if got is None:
+        return _read_pydantic(message)
+    return _ai_record(*got)
+
+
+def _ai_record(content: str, ident: str | None, call: tuple[str, str, Any] | None) -> MessageRecord:
+    """The record of what :func:`_ai_fields` gives."""
+    if call is None:
+        return _new_record(MessageRecord, (AI, ident or None, _EMPTY, _EMPTY, content or None,
+                                           NO_EXTRAS))
+    cid, name, args = call
+    extras = _new_record(Extras, (None, (), ((name, args),), None, (), 0, (), CHAT))
+    return _new_record(MessageRecord, (AI, ident or None, (cid,), _EMPTY, content or None,
+                                       extras))
 
 
 # A loop that only counts and links (tokens.count_back for trim_messages) needs no more of
@@ -463,59 +500,24 @@ def fast_biller(cls: type) -> Callable[[Any], Billed]:
 
 def _bill_langchain_text(message: Any) -> Billed:
     """:func:`_read_langchain_text`, a hit given as ``(view, text)``."""
-    fields = getattr(message, "__dict__", None)
-    if type(fields) is dict and not message.__pydantic_extra__:
-        try:
-            content, raw, ident = fields["content"], fields["type"], fields["id"]
-            if (
-                type(content) is str
-                and type(raw) is str
-                and (ident is None or type(ident) is str)
-                and fields["name"] is None
-                and not fields["additional_kwargs"]
-                and len(fields) == _TEXT_FIELDS
-                and "response_metadata" in fields
-            ):
-                return PLAIN_VIEWS[_ALIASES[raw]], content or None
-        except KeyError:
-            pass
-    return _read_langchain_text(message)
+    got = _text_fields(message)
+    if got is None:
+        return _read_pydantic(message)
+    return PLAIN_VIEWS[got[1]], got[0] or None
 
 
 def _bill_langchain_ai(message: Any) -> Billed:
     """:func:`_read_langchain_ai`, a hit given as ``(view, text)`` or ``(view, text, name,
     args)``."""
-    fields = getattr(message, "__dict__", None)
-    if type(fields) is dict and not message.__pydantic_extra__:
-        try:
-            content, raw, ident, found = (
-                fields["content"], fields["type"], fields["id"], fields["tool_calls"]
-            )
-            if (
-                type(content) is str
-                and type(raw) is str
-                and raw == "ai"
-                and (ident is None or type(ident) is str)
-                and fields["name"] is None
-                and not fields["additional_kwargs"]
-                and not fields["invalid_tool_calls"]
-                and len(fields) == _AI_FIELDS
-                and "response_metadata" in fields
-                and "usage_metadata" in fields
-            ):
-                if not found:
-                    return _PLAIN_AI, content or None
-                call = found[0] if type(found) is list and len(found) == 1 else None
-                if type(call) is dict and call.get("function") is None:
-                    cid, name = call.get("id"), call.get("name")
-                    if type(cid) is str and cid and type(name) is str:
-                        view = (AI, None, (cid,), _EMPTY, None, NO_EXTRAS)
-                        return _new_record(MessageRecord, view), content or None, name, call.get(
-                            "args"
-                        )
-        except KeyError:
-            pass
-    return _read_langchain_ai(message)
+    got = _ai_fields(message)
+    if got is None:
+        return _read_pydantic(message)
+    content, _, call = got
+    if call is None:
+        return _PLAIN_AI, content or None
+    cid, name, args = call
+    view = (AI, None, (cid,), _EMPTY, None, NO_EXTRAS)
+    return _new_record(MessageRecord, view), content or None, name, args
 
 
 _BILLERS: dict[Callable[[Any], MessageRecord | None], Callable[[Any], Billed]] = {
