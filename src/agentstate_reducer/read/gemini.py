@@ -39,6 +39,7 @@ from .record import (
     ReasoningPart,
     Shape,
     _turn_kinds,
+    _turn_links,
     register,
 )
 
@@ -393,12 +394,7 @@ class _GeminiShape(Shape):
         calls, answers = links(parts)
         texts, billed_calls, responses, media = billed(parts)
         texts.extend(_json(r) for r in responses if r is not None)
-        if role == AI:
-            answers = ()
-        elif role == HUMAN:
-            calls = ()
-        else:
-            calls = answers = ()
+        calls, answers = _turn_links(role, calls, answers)
         # The arguments as stored, made JSON text when billed (args_text), as a chat
         # message's are: a reduce by count never needs them as text.
         extras = Extras(None, tuple(texts), tuple(billed_calls), None, answers, media, (), self)
@@ -455,19 +451,10 @@ def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
             if text:
                 texts.append(text)
             continue
-        body = part.get("functionCall")
-        call = body is not None
-        if not call:
-            body = part.get("functionResponse")
-            if body is None or "function_call" in part:
-                return None
-        if type(body) is not dict or not body:
+        got = _call_part(part)
+        if got is None:
             return None
-        name, given = body.get("name"), body.get("id")
-        if (name is not None and type(name) is not str) or (
-            given is not None and type(given) is not str
-        ):
-            return None
+        call, given, name, body = got
         found.append((call, given, name or "", body))
         if not call and name:
             texts.append(name)
@@ -505,11 +492,12 @@ def _read_plain(shape: Shape, content: dict[str, Any]) -> MessageRecord | None:
     return _new(MessageRecord, (role, ident or None, calls, answers, None, extras))
 
 
-def _one_part(
-    shape: Shape, role: str, ident: str | None, part: dict[str, Any]
-) -> MessageRecord | None:
-    """:func:`_read_plain` of a content whose one part is no text: one function call or
-    one function response (its name and ``response`` billed), else ``None``."""
+def _call_part(
+    part: dict[str, Any],
+) -> tuple[bool, str | None, str | None, dict[str, Any]] | None:
+    """``(is a call, its id, its name, its body)`` of a part that is one function call or
+    one function response, REST spelling (a non-empty object, a string name and id or
+    none), else ``None``."""
     body = part.get("functionCall")
     call = body is not None
     if not call:
@@ -518,12 +506,24 @@ def _one_part(
             return None
     if type(body) is not dict or not body:
         return None
-    get = body.get
-    name, given = get("name"), get("id")
+    name, given = body.get("name"), body.get("id")
     if (name is not None and type(name) is not str) or (
         given is not None and type(given) is not str
     ):
         return None
+    return call, given, name, body
+
+
+def _one_part(
+    shape: Shape, role: str, ident: str | None, part: dict[str, Any]
+) -> MessageRecord | None:
+    """:func:`_read_plain` of a content whose one part is no text: one function call or
+    one function response (its name and ``response`` billed), else ``None``."""
+    got = _call_part(part)
+    if got is None:
+        return None
+    call, given, name, body = got
+    get = body.get
     key = given or f"{name or ''}#0"
     if call:
         billed = ((name or "", get("args") or {}),)

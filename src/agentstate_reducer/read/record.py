@@ -274,6 +274,19 @@ class MessageParts(NamedTuple):
     tool_result_ids: tuple[str, ...] = ()
 
 
+def _turn_links(
+    role: str, calls: tuple[str, ...], answers: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(calls, answers)`` of a turn whose calls and results share one part list (a
+    Gemini content, a Converse message): a model turn only issues calls, a user turn
+    only answers them, any other role does neither."""
+    if role == AI:
+        return calls, ()
+    if role == HUMAN:
+        return (), answers
+    return (), ()
+
+
 def _turn_record(
     shape: Shape,
     role: str,
@@ -287,12 +300,7 @@ def _turn_record(
     """The record of a Gemini content or a Converse message, whose calls and results
     share one part list: a model turn only issues calls, a user turn only answers them,
     any other role does neither."""
-    if role == AI:
-        answers = ()
-    elif role == HUMAN:
-        calls = ()
-    else:
-        calls = answers = ()
+    calls, answers = _turn_links(role, calls, answers)
     billed = tuple((name, _json(args)) for name, args in billed_calls)
     extras = Extras(None, tuple(texts), billed, None, answers, media, (), shape)
     return MessageRecord(role, ident, calls, answers, None, extras)
