@@ -403,3 +403,34 @@ def test_as_langgraph_reducer_merges_only_what_needs_add_messages() -> None:
     assert fn([one], [one]) == [one, one]
     with pytest.raises(ValueError, match="doesn't exist"):
         fn(state, RemoveMessage(id="never"))
+
+
+def test_a_refused_merge_leaves_no_comparison_for_the_next_reduce() -> None:
+    """A merge whose reduce is refused (an async summariser called through the sync
+    channel) must not hand its comparison of ``left`` on: the next reduce of the same
+    list, edited in place since, compares it again and sees the edit."""
+    import asyncio
+
+    async def summarize(pruned: list[Any]) -> str:
+        return f"{len(pruned)} messages"
+
+    config = ReducerConfig(
+        max_tokens=100, target_tokens=60, token_counter="approximate", summarize_fn=summarize
+    )
+    reducer = MessageReducer(config=config)
+    history = [
+        HumanMessage(content=f"q{i}", id=f"u{i}") if i % 2 == 0
+        else AIMessage(content=f"a{i}", id=f"a{i}")
+        for i in range(6)
+    ]
+    left = asyncio.run(reducer.areduce(history, [])).surviving
+    with pytest.raises(TypeError, match="areduce"):
+        reducing_add_messages(reducer)(left, [HumanMessage(content="next", id="n1")])
+    left[1].content = "y " * 2000  # edited in place: about 1,000 tokens over the budget
+    new = [HumanMessage(content="next", id="n2")]
+    got = asyncio.run(reducer.areduce(left, new))
+    fresh = asyncio.run(
+        MessageReducer(config=config).areduce([m.model_copy() for m in left], new)
+    )
+    assert fresh.pruned
+    assert got.pruned == fresh.pruned and got.surviving == fresh.surviving

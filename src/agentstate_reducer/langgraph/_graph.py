@@ -111,11 +111,18 @@ def reducing_add_messages(
 
     def merge_and_reduce(left: Any, right: Any, *, format: str | None = format) -> list[Any]:
         where = channel_namespace(reducer, namespace)
-        appended = plain_append(left, right, format, fresh=reducer._fresh_ids)
-        if appended is not None:  # the common update: reduce(left, right) compares left once
-            result = reducer.reduce(left, appended, namespace=where)
-        else:
-            result = reducer.reduce(merge_messages(left, right, pruned, format), namespace=where)
+        try:
+            appended = plain_append(left, right, format, fresh=reducer._fresh_ids)
+            if appended is not None:  # the common update: reduce(left, right) compares left once
+                result = reducer.reduce(left, appended, namespace=where)
+            else:
+                result = reducer.reduce(
+                    merge_messages(left, right, pruned, format), namespace=where
+                )
+        finally:
+            # The comparison of left handed to the reduce is valid for this call only: a
+            # reduce that raised before taking it must not leave it to the next one.
+            reducer._checked.list = None
         warn_in_run(reducer, result)
         pruned.add(result.pruned)
         return result.surviving
