@@ -100,18 +100,21 @@ def _by_dict(messages: list[Any]) -> bool:
     )
 
 
-def _unchanged(seen: list[Any], chain: _Chain) -> bool:
-    """Whether ``seen`` (``chain.size`` messages) holds the chain's messages: the same
-    or equal top-level fields, message by message, of the same classes. Plain dicts:
-    one C-level list comparison; objects: their classes, then their ``__dict__``, the
-    same way."""
-    size = chain.size
-    prints = chain.prints if len(chain.prints) == size else chain.prints[:size]
-    kinds = chain.kinds
+def _unchanged(seen: list[Any], chain: _Chain, start: int = 0) -> bool:
+    """Whether ``seen`` holds the chain's messages from ``start`` on (``len(seen)`` of
+    them; from 0, its whole history): the same or equal top-level fields, message by
+    message, of the same classes. Plain dicts: one C-level list comparison; objects:
+    their classes, then their ``__dict__``, the same way."""
+    end = start + len(seen)
+    prints, kinds = chain.prints, chain.kinds
+    if start or len(prints) != end:  # no copy of the prints in the common case
+        prints = prints[start:end]
     try:
         if kinds is None:
             return bool(seen == prints)
-        if list(map(type, seen)) != (kinds if len(kinds) == size else kinds[:size]):
+        if start or len(kinds) != end:
+            kinds = kinds[start:end]
+        if list(map(type, seen)) != kinds:
             return False
         return bool(list(map(_FIELDS if chain.by_dict else _fields, seen)) == prints)
     except Exception:  # a field whose == raises (an array, say)
@@ -128,22 +131,6 @@ def _last_unchanged(seen: list[Any], chain: _Chain) -> bool:
             return False
         return bool(_fields(message) == chain.prints[last])
     except Exception:
-        return False
-
-
-def _tail_unchanged(new: list[Any], chain: _Chain, start: int) -> bool:
-    """Whether ``new`` still holds what ``chain`` printed of its messages from ``start``
-    on (``len(new)`` of them, the same objects): :func:`_unchanged` of a tail."""
-    end = start + len(new)
-    kinds = chain.kinds
-    try:
-        if kinds is None:
-            return bool(new == chain.prints[start:end])
-        if list(map(type, new)) != kinds[start:end]:
-            return False
-        fields = list(map(_FIELDS if chain.by_dict else _fields, new))
-        return bool(fields == chain.prints[start:end])
-    except Exception:  # a field whose == raises (an array, say)
         return False
 
 

@@ -20,7 +20,6 @@ from .chains import (
     _last_unchanged,
     _Memo,
     _print,
-    _tail_unchanged,
     _unchanged,
 )
 from .counts import _Counting
@@ -106,7 +105,7 @@ class _Remembering(_Counting):
             return None  # equal copies: the append onto them goes on with them
         if not all(map(operator.is_, new, held[size:n])):
             return None
-        if not _tail_unchanged(new, kept, size):
+        if not _unchanged(new, kept, size):
             return None
         config = self.config
         # Read and counted again: the prints see the top-level fields only, not an edit
