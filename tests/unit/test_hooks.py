@@ -201,13 +201,15 @@ def test_background_exit_drain_is_bounded_and_ctrl_c_gives_up(tmp_path: Any) -> 
     """A hung hook: the interpreter exits after exit_timeout, or at once on Ctrl-C."""
     script = textwrap.dedent(
         """
-        import logging, sys, threading, time
+        import atexit, logging, sys, threading, time
         logging.basicConfig(level=logging.WARNING)
         from agentstate_reducer import Background
         bg = Background(lambda p, ns: threading.Event().wait(), workers=1,
                         exit_timeout=float(sys.argv[1]))
         for i in range(3):
             bg([i], None)
+        # Registered after bg, so run just before its drain (atexit: last in, first out).
+        atexit.register(print, "draining", flush=True)
         print("ready", flush=True)
         """
     )
@@ -223,10 +225,17 @@ def test_background_exit_drain_is_bounded_and_ctrl_c_gives_up(tmp_path: Any) -> 
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-    time.sleep(0.5)  # inside the exit drain by now
-    child.send_signal(signal.SIGINT)
-    _, err = child.communicate(timeout=30)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        # Not before the drain began: a Ctrl-C then ends the script, and the drain waits.
+        assert child.stdout.readline().strip() == "draining"
+        time.sleep(0.5)  # inside the exit drain by now
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
     assert "3 batch(es) abandoned" in err
 
 
