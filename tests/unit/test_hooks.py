@@ -201,7 +201,10 @@ def test_background_exit_drain_is_bounded_and_ctrl_c_gives_up(tmp_path: Any) -> 
     """A hung hook: the interpreter exits after exit_timeout, or at once on Ctrl-C."""
     script = textwrap.dedent(
         """
-        import atexit, logging, sys, threading, time
+        import atexit, logging, signal, sys, threading, time
+        # Ctrl-C as a terminal gives it: a run in the background (`make test &`, nohup)
+        # ignores SIGINT, which the child inherits, and Python then installs no handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         logging.basicConfig(level=logging.WARNING)
         from agentstate_reducer import Background
         bg = Background(lambda p, ns: threading.Event().wait(), workers=1,
