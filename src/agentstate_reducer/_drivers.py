@@ -57,18 +57,30 @@ async def _aoutcome(call: Callable[[], Awaitable[Any]]) -> tuple[Any, BaseExcept
 
 def _drive(flow: Generator[_Step, Any, _T]) -> _T:
     """The sync driver: run each step; send back its value, or throw in its error
-    (the flow decides what an error means, and what propagates)."""
-    done, got = _resume(flow)
-    while not done:
-        done, got = _resume(flow, *_outcome(got.call))
+    (the flow decides what an error means, and what propagates).
+
+    An error outside both (a Ctrl-C between a step's return and the flow's resumption)
+    closes the flow before it propagates: its own cleanup (a batch handed back to the
+    ledger) runs then, not whenever the traceback that holds it is freed."""
+    try:
+        done, got = _resume(flow)
+        while not done:
+            done, got = _resume(flow, *_outcome(got.call))
+    except BaseException:
+        flow.close()  # a flow that already ended (it raised this error): nothing to do
+        raise
     return cast("_T", got)
 
 
 async def _adrive(flow: Generator[_Step, Any, _T]) -> _T:
     """The async driver: :func:`_drive`, awaiting each step."""
-    done, got = _resume(flow)
-    while not done:
-        done, got = _resume(flow, *await _aoutcome(got.acall))
+    try:
+        done, got = _resume(flow)
+        while not done:
+            done, got = _resume(flow, *await _aoutcome(got.acall))
+    except BaseException:
+        flow.close()
+        raise
     return cast("_T", got)
 
 

@@ -65,3 +65,46 @@ def test_other_errors_leave_both_drivers_as_raised() -> None:
         with pytest.raises(type(error)) as araised:
             asyncio.run(_adrive(_one_step(error)))
         assert araised.value is error
+
+
+def _cleaned(log: list[str]) -> Generator[_Call, Any, str]:
+    try:
+        yield _Call(lambda: "one", _aone)
+        yield _Call(lambda: "two", _aone)
+        return "done"
+    finally:
+        log.append("cleaned up")
+
+
+async def _aone() -> str:
+    return "one"
+
+
+def test_a_ctrl_c_between_steps_closes_the_flow_before_it_propagates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Between a step's return and the flow's resumption: the flow is suspended at a
+    # yield. Its cleanup must run as the error leaves the driver, not when the traceback
+    # that holds its frame is freed (here: kept by pytest.raises).
+    from agentstate_reducer import _drivers
+
+    real, areal = _drivers._outcome, _drivers._aoutcome
+
+    def interrupted(call: Any) -> Any:
+        real(call)
+        raise KeyboardInterrupt
+
+    async def ainterrupted(call: Any) -> Any:
+        await areal(call)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_drivers, "_outcome", interrupted)
+    monkeypatch.setattr(_drivers, "_aoutcome", ainterrupted)
+    log: list[str] = []
+    with pytest.raises(KeyboardInterrupt) as raised:
+        _drive(_cleaned(log))
+    assert log == ["cleaned up"]
+    with pytest.raises(KeyboardInterrupt) as araised:
+        asyncio.run(_adrive(_cleaned(log)))
+    assert log == ["cleaned up", "cleaned up"]
+    assert raised.traceback and araised.traceback  # still held: the flow ended anyway

@@ -506,6 +506,36 @@ def test_ctrl_c_inside_a_hook_releases_the_batch() -> None:
     assert calls == [4, 4]
 
 
+def test_ctrl_c_after_a_hook_returned_releases_the_batch_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between the hook's return and the reduce's resumption: the batch is handed back
+    as the error leaves reduce(), so a retry while the error (and its traceback) is still
+    held hands it over again. It had waited for the traceback to be freed."""
+    from agentstate_reducer import _drivers
+
+    calls: list[int] = []
+    real = _drivers._outcome
+
+    def interrupted(call: Any) -> Any:
+        got = real(call)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return got
+
+    monkeypatch.setattr(_drivers, "_outcome", interrupted)
+    reducer = MessageReducer(
+        config=ReducerConfig(min_messages=2, max_messages=4, on_prune=[
+            lambda pruned, ns: calls.append(len(pruned))])
+    )
+    with pytest.raises(KeyboardInterrupt) as raised:
+        reducer.reduce(existing=msgs(6))
+    reducer.reduce(existing=msgs(6))
+    assert calls == [4, 4] and raised.traceback
+    reducer.reduce(existing=msgs(6))
+    assert calls == [4, 4]  # stored the second time: never again
+
+
 async def test_a_cancelled_areduce_releases_the_batch() -> None:
     """A LangGraph run cancelled or timed out while a hook stores: the retry delivers."""
     stored: list[str] = []
