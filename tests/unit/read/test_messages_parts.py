@@ -663,13 +663,11 @@ def _one_by_one(messages: list[Any]) -> Any:
         return type(exc), str(exc)
 
 
-def test_the_dicts_read_inline_read_as_read_message_reads_them() -> None:
-    """read_messages reads the commonest dicts inline and hands Gemini contents and
-    Responses items to their shape's reader at once: each of them bent once or twice every
-    way (a key dropped, a field given an odd value) reads as read_message reads it, alone
-    and in one list."""
+def _read_alone_as_one_by_one(messages: list[Any]) -> list[Any]:
+    """Assert that each of ``messages``, alone in a list, reads (or fails) as
+    read_message reads it; the readable ones."""
     readable = []
-    for message in _near_inline():
+    for message in messages:
         try:
             got: Any = chat.read_messages([message])
         except MessageFormatError as exc:
@@ -677,6 +675,15 @@ def test_the_dicts_read_inline_read_as_read_message_reads_them() -> None:
         assert got == _one_by_one([message]), message
         if type(got) is list:
             readable.append(message)
+    return readable
+
+
+def test_the_dicts_read_inline_read_as_read_message_reads_them() -> None:
+    """read_messages reads the commonest dicts inline and hands Gemini contents and
+    Responses items to their shape's reader at once: each of them bent once or twice every
+    way (a key dropped, a field given an odd value) reads as read_message reads it, alone
+    and in one list."""
+    readable = _read_alone_as_one_by_one(_near_inline())
     assert len(readable) > 1_000
     assert chat.read_messages(readable) == _one_by_one(readable)
 
@@ -721,15 +728,7 @@ def test_the_langchain_messages_read_inline_read_as_read_message_reads_them() ->
     """read_messages reads LangChain's commonest messages inline: each of them bent once
     every way reads as read_message reads it (or fails as it fails), alone and in one
     list."""
-    readable = []
-    for message in _langchain_bent():
-        try:
-            got: Any = chat.read_messages([message])
-        except MessageFormatError as exc:
-            got = type(exc), str(exc)
-        assert got == _one_by_one([message]), message
-        if type(got) is list:
-            readable.append(message)
+    readable = _read_alone_as_one_by_one(_langchain_bent())
     assert len(readable) > 300
     assert chat.read_messages(readable) == _one_by_one(readable)
 

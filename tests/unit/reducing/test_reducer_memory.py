@@ -215,16 +215,10 @@ def _edit(message: Any, text: str) -> None:
         message.content = text
 
 
-@pytest.mark.parametrize("shape", ["openai", "langchain"])
-def test_the_same_append_twice_is_planned_once(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """LangGraph merges a reply twice onto the same list (the conditional edge's read of
-    the state, then the update): the second is the first append's plan again, and its
-    list is remembered like the first's, so the next append onto it is incremental."""
+def _count_append_plans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets a 1 for each append the incremental path plans from now on."""
     from agentstate_reducer.reducing import append as append_module
 
-    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
-    history = _history(6) if shape == "openai" else _lc_history(6)
-    state = reducer.reduce(existing=history[:11]).surviving
     planned: list[int] = []
     plan_append = append_module.plan_append
 
@@ -233,6 +227,18 @@ def test_the_same_append_twice_is_planned_once(shape: str, monkeypatch: pytest.M
         return plan_append(*args, **kwargs)
 
     monkeypatch.setattr(append_module, "plan_append", counting)
+    return planned
+
+
+@pytest.mark.parametrize("shape", ["openai", "langchain"])
+def test_the_same_append_twice_is_planned_once(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LangGraph merges a reply twice onto the same list (the conditional edge's read of
+    the state, then the update): the second is the first append's plan again, and its
+    list is remembered like the first's, so the next append onto it is incremental."""
+    reducer = MessageReducer(config=ReducerConfig(max_tokens=10**6, token_counter=_tokens))
+    history = _history(6) if shape == "openai" else _lc_history(6)
+    state = reducer.reduce(existing=history[:11]).surviving
+    planned = _count_append_plans(monkeypatch)
     new = [history[11]]
     # A run's namespace, as the graph's merge gives it: a new tuple each time.
     first = reducer.reduce(existing=state, new=new, namespace=tuple(["memories", "t1"]))
@@ -271,19 +277,10 @@ def test_the_same_append_under_another_budget_is_planned_again(
 ) -> None:
     """The replay holds only for the budget the first append planned with: a calibration
     learned in between (here of the namespace) plans the append again."""
-    from agentstate_reducer.reducing import append as append_module
-
     reducer = MessageReducer(config=ReducerConfig(max_tokens=10**5, token_counter=_tokens))
     history = _history(6)
     state = reducer.reduce(existing=history[:11]).surviving
-    planned: list[int] = []
-    plan_append = append_module.plan_append
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        planned.append(1)
-        return plan_append(*args, **kwargs)
-
-    monkeypatch.setattr(append_module, "plan_append", counting)
+    planned = _count_append_plans(monkeypatch)
     new = [history[11]]
     reducer.reduce(existing=state, new=new, namespace="a")
     reducer.calibration("a").observe(1000, 1500)
